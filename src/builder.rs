@@ -1,0 +1,179 @@
+//! The `build.rs` API, in the style of prost-build:
+//!
+//! ```no_run
+//! // in build.rs, inside `fn main()`:
+//! toolreg::Builder::new()
+//!     .definitions("definitions")
+//!     .compile()
+//!     .unwrap_or_else(|e| panic!("{e}"));
+//! ```
+//!
+//! It compiles the definitions folder, writes the artifacts into `OUT_DIR` (or `out_dir`), prints
+//! `cargo:rerun-if-changed` for every input file and folder that exists, and `cargo:warning` for
+//! each warning. On errors it prints the diagnostics to stderr and returns them.
+
+use crate::compiler::{compile, Compiled};
+use crate::diag::{Diagnostic, Diagnostics, Severity};
+use crate::emit::{emit_all, FileMap};
+use crate::output::{self, Ownership, WriteReport};
+use crate::registry::Registry;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Compile + emit in memory: what `build` writes and `check` compares.
+pub struct Generated {
+    pub compiled: Compiled,
+    /// `None` when compiling found errors.
+    pub files: Option<FileMap>,
+}
+
+/// Compiles a definitions folder and renders every artifact, writing nothing.
+pub fn generate(definitions: &Path) -> Generated {
+    let compiled = compile(definitions);
+    let files = compiled.registry.as_ref().map(emit_all);
+    Generated { compiled, files }
+}
+
+/// Configures and runs a compile from `build.rs`.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    definitions: PathBuf,
+    out_dir: Option<PathBuf>,
+    cargo_metadata: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What a successful compile produced.
+#[derive(Debug)]
+pub struct Output {
+    pub registry: Registry,
+    pub out_dir: PathBuf,
+    pub written: WriteReport,
+    /// Warnings (errors make `compile` fail).
+    pub diagnostics: Diagnostics,
+    /// The files and folders `rerun-if-changed` was printed for.
+    pub inputs: Vec<PathBuf>,
+}
+
+/// A failed compile: the diagnostics, rendered by `Display` and `Debug` alike so `unwrap`,
+/// `expect` and `fn main() -> Result<..>` all show them readably.
+pub struct Error {
+    pub diagnostics: Diagnostics,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "toolreg found errors in the tool definitions:\n\n{}",
+            self.diagnostics.render_text()
+        )
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Builder {
+    /// Definitions in `definitions/`, output in `$OUT_DIR`, cargo metadata printed.
+    pub fn new() -> Self {
+        Builder {
+            definitions: PathBuf::from("definitions"),
+            out_dir: None,
+            cargo_metadata: true,
+        }
+    }
+
+    /// The definitions folder (relative to the package root when run from build.rs).
+    pub fn definitions(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.definitions = dir.into();
+        self
+    }
+
+    /// Where to write; defaults to `$OUT_DIR`. toolreg only replaces or removes the files its
+    /// manifest lists there, so the folder can be shared with other generators.
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether to print `cargo:rerun-if-changed` and `cargo:warning` lines (default true).
+    pub fn cargo_metadata(mut self, on: bool) -> Self {
+        self.cargo_metadata = on;
+        self
+    }
+
+    pub fn compile(self) -> Result<Output, Error> {
+        let out_dir = match self
+            .out_dir
+            .clone()
+            .or_else(|| std::env::var_os("OUT_DIR").map(PathBuf::from))
+        {
+            Some(d) => d,
+            None => {
+                let d = Diagnostic::new(
+                    crate::diag::Code::OutputIo,
+                    "no output folder: OUT_DIR is not set",
+                )
+                .help("call Builder::compile from build.rs, or set .out_dir(..)");
+                return Err(self.fail(vec![d].into()));
+            }
+        };
+        let generated = generate(&self.definitions);
+        if self.cargo_metadata {
+            // Always watch the definitions folder itself, so a missing overlay or a new file is
+            // picked up; never print a path that does not exist.
+            if self.definitions.exists() && !generated.compiled.inputs.contains(&self.definitions) {
+                println!("cargo:rerun-if-changed={}", self.definitions.display());
+            }
+            for p in &generated.compiled.inputs {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+        }
+        let Generated { compiled, files } = generated;
+        let Some(files) = files else {
+            return Err(self.fail(compiled.diagnostics));
+        };
+        let registry = compiled.registry.expect("files imply a registry");
+        let written = match output::write(&out_dir, &files, Ownership::Manifest) {
+            Ok(w) => w,
+            Err(d) => return Err(self.fail(vec![*d].into())),
+        };
+        if self.cargo_metadata {
+            for d in compiled
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Warning)
+            {
+                let place = d
+                    .location
+                    .as_ref()
+                    .map(|l| format!(" at {l}"))
+                    .unwrap_or_default();
+                println!("cargo:warning=toolreg {}: {}{place}", d.code, d.message);
+            }
+        }
+        Ok(Output {
+            registry,
+            out_dir,
+            written,
+            diagnostics: compiled.diagnostics,
+            inputs: compiled.inputs,
+        })
+    }
+
+    fn fail(&self, diagnostics: Diagnostics) -> Error {
+        eprint!("{}", diagnostics.render_text());
+        Error { diagnostics }
+    }
+}

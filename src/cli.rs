@@ -1,0 +1,177 @@
+//! Command-line interface: `build`, `check`, `lint`.
+//!
+//! Exit codes: 0 ok; 1 `check` found stale output or `lint` found errors; 2 bad input or usage.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolreg::builder::generate;
+use toolreg::diag::Diagnostics;
+use toolreg::output::{self, Ownership};
+
+#[derive(Parser)]
+#[command(name = "toolreg", version, about = "Compile LLM tool catalogs into a hashed registry and the surfaces models, programs and people need", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct Definitions {
+    /// Folder with tool definition JSON files and toolreg.toml
+    #[arg(long, short = 'd', value_name = "DIR", default_value = "definitions")]
+    definitions: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct Out {
+    /// Output folder (toolreg owns it: stale files in it are removed)
+    #[arg(long, short = 'o', value_name = "DIR", default_value = "generated")]
+    out: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compile the definitions and write every artifact (all-or-nothing, only changed files)
+    Build {
+        #[command(flatten)]
+        defs: Definitions,
+        #[command(flatten)]
+        out: Out,
+        /// Diagnostics format on stderr
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Exit 1 unless the output folder is exactly what `build` would write
+    Check {
+        #[command(flatten)]
+        defs: Definitions,
+        #[command(flatten)]
+        out: Out,
+        /// Diagnostics format on stderr
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Report diagnostics only; exit 1 when any is an error
+    Lint {
+        #[command(flatten)]
+        defs: Definitions,
+        /// `text` (rustc style) or `json` (one object per line)
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+}
+
+fn show(diags: &Diagnostics, format: Format) {
+    match format {
+        Format::Text => eprint!("{}", diags.render_text()),
+        Format::Json => eprint!("{}", diags.render_json_lines()),
+    }
+}
+
+fn display(p: &std::path::Path) -> String {
+    p.to_string_lossy()
+        .replace('\\', "/")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Build { defs, out, format } => {
+            let g = generate(&defs.definitions);
+            show(&g.compiled.diagnostics, format);
+            let Some(files) = g.files else {
+                eprintln!(
+                    "error: build stopped; `{}` was not changed",
+                    display(&out.out)
+                );
+                return ExitCode::from(2);
+            };
+            match output::write(&out.out, &files, Ownership::Folder) {
+                Ok(r) => {
+                    let reg = g
+                        .compiled
+                        .registry
+                        .as_ref()
+                        .expect("files imply a registry");
+                    eprintln!(
+                        "built {} ops in {} groups ({}): {} written, {} removed, {} unchanged in `{}`",
+                        reg.counts.ops,
+                        reg.counts.groups,
+                        reg.registry_version,
+                        r.written.len(),
+                        r.removed.len(),
+                        r.unchanged,
+                        display(&out.out)
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(d) => {
+                    show(&vec![*d].into(), format);
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Check { defs, out, format } => {
+            let g = generate(&defs.definitions);
+            let Some(files) = g.files else {
+                show(&g.compiled.diagnostics, format);
+                eprintln!(
+                    "error: cannot check `{}`: the definitions have errors",
+                    display(&out.out)
+                );
+                return ExitCode::from(2);
+            };
+            match output::check(&out.out, &files, Ownership::Folder) {
+                Ok(report) if report.is_clean() => {
+                    eprintln!(
+                        "`{}` is up to date ({} files)",
+                        display(&out.out),
+                        files.len()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Ok(report) => {
+                    let fix = format!(
+                        "toolreg build --definitions {} --out {}",
+                        display(&defs.definitions),
+                        display(&out.out)
+                    );
+                    eprint!(
+                        "{}",
+                        output::render_check(&display(&out.out), &report, &fix)
+                    );
+                    ExitCode::from(1)
+                }
+                Err(d) => {
+                    show(&vec![*d].into(), format);
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Lint { defs, format } => {
+            let g = generate(&defs.definitions);
+            let diags = &g.compiled.diagnostics;
+            show(diags, format);
+            if !defs.definitions.is_dir() {
+                return ExitCode::from(2);
+            }
+            if diags.has_errors() {
+                ExitCode::from(1)
+            } else {
+                if matches!(format, Format::Text) {
+                    eprintln!("no errors ({} warnings)", diags.warning_count());
+                }
+                ExitCode::SUCCESS
+            }
+        }
+    }
+}

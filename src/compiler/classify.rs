@@ -1,0 +1,568 @@
+//! Classify: tool name -> op. Special cases first, then the ordered rules, then the fallback.
+//! Kind and destructive are decided here, once, by [`resolve_kind`] and [`resolve_destructive`].
+//!
+//! Nothing here knows any catalog: all names, entities and ops come from the overlay.
+
+use super::overlay::{LoadedOverlay, Overlay};
+use crate::diag::{Code, Diagnostic, Diagnostics};
+use crate::registry::{Kind, McpAnnotations};
+use heck::ToSnakeCase;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One piece of a rule pattern or op template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seg {
+    Lit(String),
+    Cap(String),
+}
+
+fn parse_template(s: &str) -> Result<Vec<Seg>, String> {
+    let mut segs = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        match rest.find('{') {
+            Some(0) => {
+                let end = rest
+                    .find('}')
+                    .ok_or_else(|| format!("unclosed `{{` in `{s}`"))?;
+                let name = &rest[1..end];
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                    return Err(format!(
+                        "placeholder `{{{name}}}` in `{s}` must be lowercase letters and `_`"
+                    ));
+                }
+                if matches!(segs.last(), Some(Seg::Cap(_))) {
+                    return Err(format!(
+                        "two placeholders side by side in `{s}` cannot be told apart; put a literal between them"
+                    ));
+                }
+                segs.push(Seg::Cap(name.to_string()));
+                rest = &rest[end + 1..];
+            }
+            Some(i) => {
+                segs.push(Seg::Lit(rest[..i].to_string()));
+                rest = &rest[i..];
+            }
+            None => {
+                if rest.contains('}') {
+                    return Err(format!("stray `}}` in `{s}`"));
+                }
+                segs.push(Seg::Lit(rest.to_string()));
+                rest = "";
+            }
+        }
+    }
+    Ok(segs)
+}
+
+/// Every way a pattern matches a name (bounded), each as placeholder -> captured text.
+fn match_all(segs: &[Seg], name: &str) -> Vec<BTreeMap<String, String>> {
+    fn go(
+        segs: &[Seg],
+        name: &str,
+        pos: usize,
+        caps: &mut BTreeMap<String, String>,
+        out: &mut Vec<BTreeMap<String, String>>,
+    ) {
+        if out.len() >= 32 {
+            return;
+        }
+        let Some((first, rest)) = segs.split_first() else {
+            if pos == name.len() {
+                out.push(caps.clone());
+            }
+            return;
+        };
+        match first {
+            Seg::Lit(l) => {
+                if name[pos..].starts_with(l.as_str()) {
+                    go(rest, name, pos + l.len(), caps, out);
+                }
+            }
+            Seg::Cap(c) => {
+                for end in pos + 1..=name.len() {
+                    if !name.is_char_boundary(end) {
+                        continue;
+                    }
+                    let text = &name[pos..end];
+                    if let Some(prev) = caps.get(c) {
+                        if prev != text {
+                            continue;
+                        }
+                    }
+                    let fresh = !caps.contains_key(c);
+                    caps.insert(c.clone(), text.to_string());
+                    go(rest, name, end, caps, out);
+                    if fresh {
+                        caps.remove(c);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(segs, name, 0, &mut BTreeMap::new(), &mut out);
+    out
+}
+
+/// Whether an op is dotted lowercase with at least two segments.
+pub fn valid_op(op: &str) -> bool {
+    let segs: Vec<&str> = op.split('.').collect();
+    segs.len() >= 2
+        && segs.iter().all(|s| {
+            let mut c = s.chars();
+            c.next().is_some_and(|f| f.is_ascii_lowercase())
+                && c.all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_')
+        })
+}
+
+/// The form of a tool name that rules match against: snake_case, lowercase, with spaces, dots and
+/// dashes as `_` (`getPM2.5Level` -> `get_pm2_5level`, `Summarize Detection` ->
+/// `summarize_detection`).
+pub fn match_form(name: &str) -> String {
+    name.to_snake_case()
+}
+
+/// How a name was classified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Special,
+    Rule(usize),
+    Fallback,
+}
+
+/// The result for one tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classification {
+    pub op: String,
+    pub group: String,
+    pub entity: Option<String>,
+    pub action: String,
+    pub via: Via,
+    /// Kind stated by the special case, rule or fallback, if any.
+    pub stated_kind: Option<Kind>,
+    pub stated_destructive: Option<bool>,
+    /// A rule-captured entity that is not in the vocabulary.
+    pub unknown_entity: Option<String>,
+}
+
+struct CompiledRule {
+    pattern: Vec<Seg>,
+    template: Vec<Seg>,
+    kind: Option<Kind>,
+    destructive: Option<bool>,
+    source: String,
+}
+
+/// The overlay's classification part, compiled and checked.
+pub struct Classifier<'o> {
+    overlay: &'o Overlay,
+    rules: Vec<CompiledRule>,
+    fallback: Option<Vec<Seg>>,
+    /// singular -> plural, and plural -> singular.
+    singular: BTreeMap<String, Option<String>>,
+    plural_to_singular: BTreeMap<String, String>,
+}
+
+const ENTITY_CAPS: [&str; 2] = ["entity", "entities"];
+
+impl<'o> Classifier<'o> {
+    /// Compiles rules and checks ops and templates, reporting TR020 at the overlay position.
+    pub fn new(lo: &'o LoadedOverlay, diags: &mut Diagnostics) -> Self {
+        let overlay = &lo.overlay;
+        let mut rules = Vec::new();
+        for (i, rule) in overlay.rules.iter().enumerate() {
+            let r = rule.get_ref();
+            let bad = |msg: String| {
+                Diagnostic::new(
+                    Code::OverlayInvalid,
+                    format!("rule {} is invalid: {msg}", i + 1),
+                )
+                .at(lo.loc(rule.span()))
+            };
+            let (pattern, template) = match (parse_template(&r.pattern), parse_template(&r.op)) {
+                (Ok(p), Ok(t)) => (p, t),
+                (Err(e), _) | (_, Err(e)) => {
+                    diags.push(
+                        bad(e).help("placeholders look like `{entity}`, `{entities}` or `{name}`"),
+                    );
+                    continue;
+                }
+            };
+            let caps: BTreeSet<&str> = pattern
+                .iter()
+                .filter_map(|s| match s {
+                    Seg::Cap(c) => Some(c.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let has_entity = caps.iter().any(|c| ENTITY_CAPS.contains(c));
+            let missing: Vec<&str> = template
+                .iter()
+                .filter_map(|s| match s {
+                    Seg::Cap(c) if c == "name" => None,
+                    Seg::Cap(c) if c == "entity" && has_entity => None,
+                    Seg::Cap(c) if !caps.contains(c.as_str()) => Some(c.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if !missing.is_empty() {
+                diags.push(
+                    bad(format!(
+                        "op `{}` uses {} that the pattern `{}` does not capture",
+                        r.op,
+                        missing.iter().map(|m| format!("`{{{m}}}`")).collect::<Vec<_>>().join(", "),
+                        r.pattern
+                    ))
+                    .help("every placeholder in `op` must appear in `pattern` (`{entity}` may come from `{entities}`)"),
+                );
+                continue;
+            }
+            if !template.iter().any(|s| matches!(s, Seg::Cap(_))) && !valid_op(&r.op) {
+                diags.push(bad(format!("`{}` is not a valid op", r.op)).help(OP_HELP));
+                continue;
+            }
+            rules.push(CompiledRule {
+                pattern,
+                template,
+                kind: r.kind,
+                destructive: r.destructive,
+                source: r.pattern.clone(),
+            });
+        }
+        for (name, special) in &overlay.special {
+            if !valid_op(special.op.get_ref()) {
+                diags.push(
+                    Diagnostic::new(
+                        Code::OverlayInvalid,
+                        format!(
+                            "special case `{}` maps to `{}`, which is not a valid op",
+                            name.get_ref(),
+                            special.op.get_ref()
+                        ),
+                    )
+                    .at(lo.loc(special.op.span()))
+                    .help(OP_HELP),
+                );
+            }
+        }
+        let fallback =
+            overlay
+                .fallback
+                .as_ref()
+                .and_then(|f| match parse_template(&f.get_ref().op) {
+                    Ok(t)
+                        if t.iter().all(|s| match s {
+                            Seg::Cap(c) => c == "name",
+                            Seg::Lit(_) => true,
+                        }) =>
+                    {
+                        Some(t)
+                    }
+                    Ok(_) => {
+                        diags.push(
+                            Diagnostic::new(
+                                Code::OverlayInvalid,
+                                format!("fallback op `{}` may only use `{{name}}`", f.get_ref().op),
+                            )
+                            .at(lo.loc(f.span()))
+                            .help("write the fallback like `op = \"x.{name}\"`"),
+                        );
+                        None
+                    }
+                    Err(e) => {
+                        diags.push(
+                            Diagnostic::new(
+                                Code::OverlayInvalid,
+                                format!("fallback is invalid: {e}"),
+                            )
+                            .at(lo.loc(f.span()))
+                            .help("write the fallback like `op = \"x.{name}\"`"),
+                        );
+                        None
+                    }
+                });
+        let mut singular = BTreeMap::new();
+        let mut plural_to_singular = BTreeMap::new();
+        for (s, spec) in &overlay.entities {
+            singular.insert(s.get_ref().clone(), spec.plural.clone());
+            if let Some(p) = &spec.plural {
+                plural_to_singular.insert(p.clone(), s.get_ref().clone());
+            }
+        }
+        Classifier {
+            overlay,
+            rules,
+            fallback,
+            singular,
+            plural_to_singular,
+        }
+    }
+
+    /// The rule patterns, for "closest rules" hints.
+    pub fn rule_patterns(&self) -> Vec<&str> {
+        self.rules.iter().map(|r| r.source.as_str()).collect()
+    }
+
+    fn known_entity(&self, cap: &str, text: &str) -> Option<String> {
+        if cap == "entities" {
+            if let Some(s) = self.plural_to_singular.get(text) {
+                return Some(s.clone());
+            }
+        }
+        if self.singular.contains_key(text) {
+            return Some(text.to_string());
+        }
+        self.plural_to_singular.get(text).cloned()
+    }
+
+    /// Classifies one tool name; `None` when nothing takes it.
+    pub fn classify(&self, tool_name: &str) -> Option<Classification> {
+        let form = match_form(tool_name);
+        let special = self
+            .overlay
+            .special
+            .get(tool_name)
+            .or_else(|| self.overlay.special.get(form.as_str()));
+        if let Some(sc) = special {
+            let op = sc.op.get_ref().clone();
+            if !valid_op(&op) {
+                return None;
+            }
+            return Some(shape(op, None, Via::Special, sc.kind, sc.destructive, None));
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            let matches = match_all(&rule.pattern, &form);
+            if matches.is_empty() {
+                continue;
+            }
+            // Prefer a split whose entity placeholders are all vocabulary words.
+            let resolved = matches.iter().find_map(|caps| {
+                let mut entity = None;
+                for c in ENTITY_CAPS {
+                    if let Some(text) = caps.get(c) {
+                        entity = Some(self.known_entity(c, text)?);
+                    }
+                }
+                Some((caps, entity, None))
+            });
+            let (caps, entity, unknown) = match resolved {
+                Some(r) => r,
+                None => {
+                    let caps = &matches[0];
+                    let guess = caps
+                        .get("entity")
+                        .cloned()
+                        .or_else(|| caps.get("entities").map(|p| singularize(p)));
+                    (caps, guess.clone(), guess)
+                }
+            };
+            let op = render(&rule.template, caps, entity.as_deref(), &form);
+            if !valid_op(&op) {
+                continue;
+            }
+            return Some(shape(
+                op,
+                entity,
+                Via::Rule(i),
+                rule.kind,
+                rule.destructive,
+                unknown,
+            ));
+        }
+        let fallback = self.fallback.as_ref()?;
+        let op = render(fallback, &BTreeMap::new(), None, &form);
+        if !valid_op(&op) {
+            return None;
+        }
+        let kind = self
+            .overlay
+            .fallback
+            .as_ref()
+            .and_then(|f| f.get_ref().kind);
+        Some(shape(op, None, Via::Fallback, kind, None, None))
+    }
+}
+
+const OP_HELP: &str = "ops are dotted lowercase with at least two segments, like `onto.task.list` (`group.entity[.sub].action`)";
+
+fn render(
+    template: &[Seg],
+    caps: &BTreeMap<String, String>,
+    entity: Option<&str>,
+    form: &str,
+) -> String {
+    template
+        .iter()
+        .map(|s| match s {
+            Seg::Lit(l) => l.clone(),
+            Seg::Cap(c) if c == "entity" => entity
+                .map(str::to_owned)
+                .or_else(|| caps.get(c).cloned())
+                .unwrap_or_default(),
+            Seg::Cap(c) if c == "name" => caps.get(c).cloned().unwrap_or_else(|| form.to_string()),
+            Seg::Cap(c) => caps.get(c).cloned().unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn shape(
+    op: String,
+    entity: Option<String>,
+    via: Via,
+    stated_kind: Option<Kind>,
+    stated_destructive: Option<bool>,
+    unknown_entity: Option<String>,
+) -> Classification {
+    let segs: Vec<&str> = op.split('.').collect();
+    let group = segs[0].to_string();
+    let action = segs[segs.len() - 1].to_string();
+    let entity = entity.or_else(|| (segs.len() >= 3).then(|| segs[1].to_string()));
+    Classification {
+        op,
+        group,
+        entity,
+        action,
+        via,
+        stated_kind,
+        stated_destructive,
+        unknown_entity,
+    }
+}
+
+/// English plural -> singular for entities the vocabulary does not list.
+pub fn singularize(p: &str) -> String {
+    if let Some(s) = p.strip_suffix("ies") {
+        format!("{s}y")
+    } else if p.ends_with("sses")
+        || p.ends_with("xes")
+        || p.ends_with("ches")
+        || p.ends_with("shes")
+    {
+        p[..p.len() - 2].to_string()
+    } else if p.ends_with('s') && !p.ends_with("ss") {
+        p[..p.len() - 1].to_string()
+    } else {
+        p.to_string()
+    }
+}
+
+/// The verb that decides kind/destructive when nothing states them: the action if it is a known
+/// verb, else the first word of the tool name.
+fn verb<'a>(action: &'a str, tool_form: &'a str, lists: &[&[String]]) -> &'a str {
+    let first_action_word = action.split('_').next().unwrap_or(action);
+    if lists
+        .iter()
+        .any(|l| l.iter().any(|v| v == action || v == first_action_word))
+    {
+        return first_action_word;
+    }
+    tool_form.split('_').next().unwrap_or(tool_form)
+}
+
+/// The one place an op's kind is decided. Order: per-op override, the special case / rule /
+/// fallback, MCP `readOnlyHint`, then the verb lists (unknown verbs count as writes: safer).
+pub fn resolve_kind(
+    class: &Classification,
+    tool_name: &str,
+    override_kind: Option<Kind>,
+    annotations: Option<&McpAnnotations>,
+    overlay: &Overlay,
+) -> Kind {
+    if let Some(k) = override_kind.or(class.stated_kind) {
+        return k;
+    }
+    if let Some(ro) = annotations.and_then(|a| a.read_only_hint) {
+        return if ro { Kind::Read } else { Kind::Write };
+    }
+    let form = match_form(tool_name);
+    let lists = [
+        &overlay.classify.read_verbs[..],
+        &overlay.classify.destructive_verbs[..],
+    ];
+    let v = verb(&class.action, &form, &lists);
+    if overlay.classify.read_verbs.iter().any(|r| r == v) {
+        Kind::Read
+    } else {
+        Kind::Write
+    }
+}
+
+/// The one place destructive is decided. Reads are never destructive unless an override says so.
+pub fn resolve_destructive(
+    class: &Classification,
+    tool_name: &str,
+    kind: Kind,
+    override_destructive: Option<bool>,
+    annotations: Option<&McpAnnotations>,
+    overlay: &Overlay,
+) -> bool {
+    if let Some(d) = override_destructive {
+        return d;
+    }
+    if kind == Kind::Read {
+        return false;
+    }
+    if let Some(d) = annotations.and_then(|a| a.destructive_hint) {
+        return d;
+    }
+    if let Some(d) = class.stated_destructive {
+        return d;
+    }
+    let form = match_form(tool_name);
+    let lists = [
+        &overlay.classify.read_verbs[..],
+        &overlay.classify.destructive_verbs[..],
+    ];
+    let v = verb(&class.action, &form, &lists);
+    overlay.classify.destructive_verbs.iter().any(|d| d == v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_parse_and_reject_adjacent_placeholders() {
+        assert_eq!(
+            parse_template("list_onto_{entities}").unwrap(),
+            vec![Seg::Lit("list_onto_".into()), Seg::Cap("entities".into())]
+        );
+        assert!(parse_template("{a}{b}").is_err());
+        assert!(parse_template("x_{Bad}").is_err());
+        assert!(parse_template("x_{open").is_err());
+    }
+
+    #[test]
+    fn match_all_enumerates_splits() {
+        let segs = parse_template("get_{entity}_{action}").unwrap();
+        let m = match_all(&segs, "get_document_outline_text");
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0]["entity"], "document");
+        assert_eq!(m[1]["entity"], "document_outline");
+    }
+
+    #[test]
+    fn names_are_matched_in_snake_form() {
+        assert_eq!(match_form("getPM2.5Level"), "get_pm2_5level");
+        assert_eq!(match_form("Summarize Detection"), "summarize_detection");
+        assert_eq!(match_form("list_onto_tasks"), "list_onto_tasks");
+    }
+
+    #[test]
+    fn op_validity() {
+        assert!(valid_op("onto.task.list"));
+        assert!(valid_op("onto.task.doc.create_or_attach"));
+        assert!(!valid_op("onto"));
+        assert!(!valid_op("Onto.task"));
+        assert!(!valid_op("onto..task"));
+    }
+
+    #[test]
+    fn singular_forms() {
+        assert_eq!(singularize("entities"), "entity");
+        assert_eq!(singularize("tasks"), "task");
+        assert_eq!(singularize("boxes"), "box");
+        assert_eq!(singularize("address"), "address");
+    }
+}

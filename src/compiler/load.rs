@@ -1,0 +1,526 @@
+//! Load: walk the definitions folder, parse every `*.json`, and recognise each entry's shape
+//! (OpenAI / ChatToolDefinition, MCP, Anthropic). Nothing here interprets names or schemas.
+
+use super::source::{pointer_segment, SourceFile};
+use crate::diag::{Code, Diagnostic, Diagnostics, Location};
+use crate::registry::McpAnnotations;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Descriptions longer than this get a warning: models truncate or drown in them.
+pub const LONG_DESCRIPTION_CHARS: usize = 16 * 1024;
+
+/// Which provider format an entry was written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryShape {
+    /// `{type: "function", function: {name, description, parameters}}`, or the flat
+    /// `{type: "function", name, parameters}` / legacy `{name, parameters}` forms.
+    OpenAi,
+    /// `{name, description, inputSchema, annotations?}`.
+    Mcp,
+    /// `{name, description, input_schema}`.
+    Anthropic,
+}
+
+/// One tool as found in a file, before any interpretation.
+#[derive(Debug, Clone)]
+pub struct RawTool {
+    /// Index into [`Loaded::files`].
+    pub file: usize,
+    /// Position in the file's tool list.
+    pub index: usize,
+    /// JSON pointer of the entry, e.g. `/3` or `/tools/3`.
+    pub pointer: String,
+    /// Line and column of the entry's opening brace.
+    pub line_col: (usize, usize),
+    pub shape: EntryShape,
+    pub name: String,
+    pub name_pointer: String,
+    pub description: String,
+    /// The parameters schema exactly as written (an empty object schema when absent).
+    pub parameters: Value,
+    pub parameters_pointer: String,
+    pub annotations: Option<McpAnnotations>,
+}
+
+/// Everything read from a definitions folder.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub files: Vec<SourceFile>,
+    pub tools: Vec<RawTool>,
+    /// Every folder walked, including the root (for `rerun-if-changed`).
+    pub folders: Vec<PathBuf>,
+    /// Every JSON file read (absolute or as given).
+    pub paths: Vec<PathBuf>,
+}
+
+impl Loaded {
+    /// A location inside a loaded file, line:col filled in later by [`super::locate`].
+    pub fn loc(&self, file: usize, pointer: impl Into<String>) -> Location {
+        Location {
+            file: self.files[file].display.clone(),
+            line: None,
+            column: None,
+            pointer: Some(pointer.into()),
+        }
+    }
+}
+
+/// How to show a path inside the definitions folder: the folder as the user gave it, plus `rel`.
+pub fn display_path(root_display: &str, rel: &str) -> String {
+    let root = root_display.trim_end_matches(['/', '\\']);
+    if root.is_empty() || root == "." {
+        rel.to_string()
+    } else {
+        format!("{root}/{rel}")
+    }
+}
+
+/// Reads every `*.json` below `root` in sorted order. Hidden files and folders are skipped.
+pub fn load(root: &Path, diags: &mut Diagnostics) -> Loaded {
+    let root_display = root.to_string_lossy().replace('\\', "/");
+    let mut loaded = Loaded::default();
+    if !root.is_dir() {
+        diags.push(
+            Diagnostic::new(
+                Code::NoDefinitions,
+                format!("definitions folder `{root_display}` does not exist or is not a folder"),
+            )
+            .at(Location::file(root_display.clone()))
+            .help("pass the folder holding your tool definition JSON files with --definitions DIR"),
+        );
+        return loaded;
+    }
+    let walker = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(err) => {
+                let path = err
+                    .path()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| root_display.clone());
+                diags.push(
+                    Diagnostic::new(Code::Io, format!("cannot read `{path}`: {err}"))
+                        .at(Location::file(path))
+                        .help("check the file's permissions"),
+                );
+                continue;
+            }
+        };
+        if entry.file_type().is_dir() {
+            loaded.folders.push(entry.path().to_path_buf());
+            continue;
+        }
+        let is_json = entry
+            .path()
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if !entry.file_type().is_file() || !is_json {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(root)
+            .unwrap_or(entry.path())
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        let display = display_path(&root_display, &rel);
+        loaded.paths.push(entry.path().to_path_buf());
+        let bytes = match std::fs::read(entry.path()) {
+            Ok(b) => b,
+            Err(err) => {
+                diags.push(
+                    Diagnostic::new(Code::Io, format!("cannot read `{display}`: {err}"))
+                        .at(Location::file(display))
+                        .help("check the file's permissions"),
+                );
+                continue;
+            }
+        };
+        if let Some(file) = decode(bytes, rel, display, diags) {
+            let idx = loaded.files.len();
+            loaded.files.push(file);
+            parse_file(&mut loaded, idx, diags);
+        }
+    }
+    if loaded.paths.is_empty() && !diags.has_errors() {
+        diags.push(
+            Diagnostic::new(
+                Code::NoDefinitions,
+                format!("no `*.json` files found in `{root_display}`"),
+            )
+            .at(Location::file(root_display))
+            .help("export your tool definitions as JSON (an array of tools, or an object with a `tools` array) into this folder"),
+        );
+    }
+    loaded
+}
+
+/// Bytes to text, or a diagnostic pointing at the first bad byte.
+fn decode(
+    bytes: Vec<u8>,
+    rel: String,
+    display: String,
+    diags: &mut Diagnostics,
+) -> Option<SourceFile> {
+    match String::from_utf8(bytes) {
+        Ok(text) => {
+            let text = text
+                .strip_prefix('\u{feff}')
+                .map(str::to_owned)
+                .unwrap_or(text);
+            if text.trim().is_empty() {
+                diags.push(
+                    Diagnostic::new(Code::EmptyFile, format!("`{display}` is empty"))
+                        .at(Location::at(display, 1, 1))
+                        .help("write `[]` for a file with no tools, or delete the file (a failed export often leaves an empty file)"),
+                );
+                return None;
+            }
+            Some(SourceFile::new(rel, display, text))
+        }
+        Err(err) => {
+            let bad = err.utf8_error().valid_up_to();
+            let bytes = err.into_bytes();
+            let prefix = String::from_utf8_lossy(&bytes[..bad]).into_owned();
+            let idx = super::source::LineIndex::new(&prefix);
+            let (line, col) = idx.line_col(&prefix, prefix.len());
+            diags.push(
+                Diagnostic::new(
+                    Code::NotUtf8,
+                    format!(
+                        "`{display}` is not valid UTF-8 (byte 0x{:02x} at offset {bad})",
+                        bytes[bad]
+                    ),
+                )
+                .at(Location::at(display, line, col))
+                .help("re-export the file as UTF-8 (JSON text must be UTF-8)"),
+            );
+            None
+        }
+    }
+}
+
+fn parse_file(loaded: &mut Loaded, idx: usize, diags: &mut Diagnostics) {
+    let file = &loaded.files[idx];
+    let value: Value = match serde_json::from_str(&file.text) {
+        Ok(v) => v,
+        Err(err) => {
+            diags.push(
+                Diagnostic::new(
+                    Code::MalformedJson,
+                    format!(
+                        "`{}` is not valid JSON: {}",
+                        file.display,
+                        strip_position(&err)
+                    ),
+                )
+                .at(Location::at(file.display.clone(), err.line(), err.column()))
+                .help("fix the JSON syntax at this position; nothing from this file was used"),
+            );
+            return;
+        }
+    };
+    let (entries, base): (Vec<Value>, &str) = match value {
+        Value::Array(items) => (items, ""),
+        Value::Object(mut obj) => match obj.remove("tools") {
+            Some(Value::Array(items)) => (items, "/tools"),
+            Some(_) => {
+                diags.push(
+                    Diagnostic::new(Code::FileShape, "`tools` is not an array")
+                        .at(loaded.loc(idx, "/tools"))
+                        .help("write `\"tools\": [ ... ]` with one tool definition per element"),
+                );
+                return;
+            }
+            None if looks_like_tool(&obj) => (vec![Value::Object(obj)], ""),
+            None => {
+                diags.push(
+                    Diagnostic::new(
+                        Code::FileShape,
+                        "the file is an object without a `tools` array",
+                    )
+                    .at(loaded.loc(idx, ""))
+                    .help("a definitions file is an array of tools, an object with a `tools` array, or a single tool definition"),
+                );
+                return;
+            }
+        },
+        other => {
+            diags.push(
+                Diagnostic::new(
+                    Code::FileShape,
+                    format!(
+                        "the file holds a JSON {}, not tool definitions",
+                        kind_of(&other)
+                    ),
+                )
+                .at(loaded.loc(idx, ""))
+                .help("a definitions file is an array of tools or an object with a `tools` array"),
+            );
+            return;
+        }
+    };
+    let single = base.is_empty() && !file.text.trim_start().starts_with('[');
+    let pointers: Vec<String> = (0..entries.len())
+        .map(|i| {
+            if single {
+                String::new()
+            } else {
+                format!("{base}/{i}")
+            }
+        })
+        .collect();
+    let refs: Vec<&str> = pointers.iter().map(String::as_str).collect();
+    let positions = file.locate_all(&refs);
+    for (i, (entry, pointer)) in entries.into_iter().zip(pointers).enumerate() {
+        let line_col = positions[i].unwrap_or((1, 1));
+        if let Some(tool) = read_entry(loaded, idx, i, pointer, line_col, entry, diags) {
+            loaded.tools.push(tool);
+        }
+    }
+}
+
+/// serde_json appends " at line L column C"; the location is shown separately.
+fn strip_position(err: &serde_json::Error) -> String {
+    let msg = err.to_string();
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg,
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn looks_like_tool(obj: &Map<String, Value>) -> bool {
+    obj.contains_key("function")
+        || obj.contains_key("inputSchema")
+        || obj.contains_key("input_schema")
+        || (obj.contains_key("name") && obj.contains_key("parameters"))
+}
+
+const SHAPES_HELP: &str = "accepted shapes: OpenAI `{\"type\":\"function\",\"function\":{\"name\",\"description\",\"parameters\"}}`, MCP `{\"name\",\"description\",\"inputSchema\"}`, Anthropic `{\"name\",\"description\",\"input_schema\"}`";
+
+fn read_entry(
+    loaded: &Loaded,
+    file: usize,
+    index: usize,
+    pointer: String,
+    line_col: (usize, usize),
+    entry: Value,
+    diags: &mut Diagnostics,
+) -> Option<RawTool> {
+    let at = |p: &str| loaded.loc(file, p.to_string());
+    let Value::Object(mut obj) = entry else {
+        diags.push(
+            Diagnostic::new(
+                Code::EntryShape,
+                format!(
+                    "entry {index} is a JSON {}, not a tool definition",
+                    kind_of(&entry)
+                ),
+            )
+            .at(at(&pointer))
+            .help(SHAPES_HELP),
+        );
+        return None;
+    };
+    // Pick the shape and the object that holds name/description/schema.
+    let (shape, mut body, body_ptr, schema_key) = if let Some(func) = obj.remove("function") {
+        if obj
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "function")
+        {
+            diags.push(
+                Diagnostic::new(
+                    Code::EntryShape,
+                    format!(
+                        "entry {index} has `type: {}`; only function tools are supported",
+                        obj["type"]
+                    ),
+                )
+                .at(at(&format!("{pointer}/type")))
+                .help(SHAPES_HELP),
+            );
+            return None;
+        }
+        match func {
+            Value::Object(f) => (
+                EntryShape::OpenAi,
+                f,
+                format!("{pointer}/function"),
+                "parameters",
+            ),
+            other => {
+                diags.push(
+                    Diagnostic::new(
+                        Code::EntryShape,
+                        format!(
+                            "`function` of entry {index} is a {}, not an object",
+                            kind_of(&other)
+                        ),
+                    )
+                    .at(at(&format!("{pointer}/function")))
+                    .help(SHAPES_HELP),
+                );
+                return None;
+            }
+        }
+    } else if obj.contains_key("inputSchema") {
+        (EntryShape::Mcp, obj, pointer.clone(), "inputSchema")
+    } else if obj.contains_key("input_schema") {
+        (EntryShape::Anthropic, obj, pointer.clone(), "input_schema")
+    } else if obj.contains_key("name")
+        && (obj.contains_key("parameters")
+            || obj.get("type").and_then(Value::as_str) == Some("function"))
+    {
+        (EntryShape::OpenAi, obj, pointer.clone(), "parameters")
+    } else {
+        let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        diags.push(
+            Diagnostic::new(
+                Code::EntryShape,
+                format!(
+                    "entry {index} is not a recognised tool definition (keys: {})",
+                    if keys.is_empty() {
+                        "none".to_string()
+                    } else {
+                        keys.join(", ")
+                    }
+                ),
+            )
+            .at(at(&pointer))
+            .help(SHAPES_HELP),
+        );
+        return None;
+    };
+
+    let name_pointer = format!("{body_ptr}/name");
+    let name = match body.remove("name") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s,
+        Some(other) => {
+            diags.push(
+                Diagnostic::new(
+                    Code::EntryField,
+                    format!(
+                        "tool name of entry {index} must be a non-empty string, found {}",
+                        short_json(&other)
+                    ),
+                )
+                .at(at(&name_pointer))
+                .help("give every tool a unique `name`"),
+            );
+            return None;
+        }
+        None => {
+            diags.push(
+                Diagnostic::new(Code::EntryField, format!("entry {index} has no `name`"))
+                    .at(at(&body_ptr))
+                    .help("give every tool a unique `name`"),
+            );
+            return None;
+        }
+    };
+    let description = match body.remove("description") {
+        Some(Value::String(s)) => s,
+        None | Some(Value::Null) => String::new(),
+        Some(other) => {
+            diags.push(
+                Diagnostic::new(
+                    Code::EntryField,
+                    format!(
+                        "description of tool `{name}` must be a string, found a {}",
+                        kind_of(&other)
+                    ),
+                )
+                .at(at(&format!("{body_ptr}/description")))
+                .help("write the description as one string"),
+            );
+            return None;
+        }
+    };
+    if description.trim().is_empty() {
+        diags.push(
+            Diagnostic::new(Code::MissingDescription, format!("tool `{name}` has no description"))
+                .at(at(&name_pointer))
+                .help("models choose tools by their descriptions: say in one sentence what it does and when to use it"),
+        );
+    } else if description.chars().count() > LONG_DESCRIPTION_CHARS {
+        diags.push(
+            Diagnostic::new(
+                Code::DescriptionTooLong,
+                format!(
+                    "description of tool `{name}` is {} characters (over {LONG_DESCRIPTION_CHARS})",
+                    description.chars().count()
+                ),
+            )
+            .at(at(&format!("{body_ptr}/description")))
+            .help("move long guidance into the overlay's policy and examples; the model pays for every character on every request"),
+        );
+    }
+    let parameters_pointer = format!("{body_ptr}/{}", pointer_segment(schema_key));
+    let parameters = match body.remove(schema_key) {
+        None | Some(Value::Null) | Some(Value::Bool(true)) => {
+            serde_json::json!({"type": "object", "properties": {}})
+        }
+        Some(v @ Value::Object(_)) => v,
+        Some(other) => {
+            diags.push(
+                Diagnostic::new(
+                    Code::EntryField,
+                    format!(
+                        "`{schema_key}` of tool `{name}` must be a JSON Schema object, found {}",
+                        short_json(&other)
+                    ),
+                )
+                .at(at(&parameters_pointer))
+                .help("write the arguments as a JSON Schema: {\"type\": \"object\", \"properties\": {...}}"),
+            );
+            return None;
+        }
+    };
+    let annotations = match body.remove("annotations") {
+        Some(Value::Object(a)) => Some(McpAnnotations::from_json(&a)),
+        _ => None,
+    };
+    Some(RawTool {
+        file,
+        index,
+        pointer,
+        line_col,
+        shape,
+        name,
+        name_pointer,
+        description,
+        parameters,
+        parameters_pointer,
+        annotations,
+    })
+}
+
+/// A value shown in a message: short JSON, cut at 60 characters.
+pub fn short_json(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 {
+        format!("{}…", s.chars().take(57).collect::<String>())
+    } else {
+        s
+    }
+}

@@ -1,0 +1,390 @@
+//! The overlay, `toolreg.toml`: what tool definitions cannot say (name -> op rules, special
+//! cases, the entity vocabulary, group summaries, per-op overrides).
+//!
+//! Every table rejects unknown keys; the diagnostic names the key and the nearest valid one.
+//! Positions come from `toml::Spanned`, so semantic errors later point into the file too.
+
+use crate::diag::{nearest, Code, Diagnostic, Diagnostics, Location};
+use crate::registry::Kind;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+/// The overlay's file name inside the definitions folder.
+pub const OVERLAY_FILE: &str = "toolreg.toml";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overlay {
+    #[serde(default)]
+    pub registry: RegistryMeta,
+    #[serde(default)]
+    pub groups: BTreeMap<Spanned<String>, GroupSpec>,
+    /// Singular -> plural (or a table with `plural` and `summary`).
+    #[serde(default)]
+    pub entities: BTreeMap<Spanned<String>, EntitySpec>,
+    /// Ordered pattern rules; the first that matches wins.
+    #[serde(default)]
+    pub rules: Vec<Spanned<Rule>>,
+    /// Exact tool name -> op (or a table with `op`, `kind`, `destructive`). Checked first.
+    #[serde(default)]
+    pub special: BTreeMap<Spanned<String>, SpecialCase>,
+    /// Takes names no special case or rule takes, with a warning.
+    #[serde(default)]
+    pub fallback: Option<Spanned<Fallback>>,
+    /// Per-op overrides, keyed by op.
+    #[serde(default)]
+    pub ops: BTreeMap<Spanned<String>, OpOverride>,
+    /// Generic verb lists used when no rule or override says kind/destructive.
+    #[serde(default)]
+    pub classify: ClassifySettings,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryMeta {
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    #[serde(default)]
+    pub summary: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntitySpec {
+    pub plural: Option<String>,
+    pub summary: Option<String>,
+}
+
+impl From<String> for EntitySpec {
+    fn from(plural: String) -> Self {
+        EntitySpec {
+            plural: Some(plural),
+            summary: None,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// e.g. `list_onto_{entities}`.
+    pub pattern: String,
+    /// e.g. `onto.{entity}.list`.
+    pub op: String,
+    pub kind: Option<Kind>,
+    pub destructive: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecialCase {
+    pub op: Spanned<String>,
+    pub kind: Option<Kind>,
+    pub destructive: Option<bool>,
+}
+
+impl From<Spanned<String>> for SpecialCase {
+    fn from(op: Spanned<String>) -> Self {
+        SpecialCase {
+            op,
+            kind: None,
+            destructive: None,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fallback {
+    /// e.g. `x.{name}`.
+    pub op: String,
+    pub kind: Option<Kind>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpOverride {
+    pub kind: Option<Kind>,
+    pub destructive: Option<bool>,
+    pub dry_run_default: Option<bool>,
+    pub hidden: Option<bool>,
+    pub summary: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub aliases: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassifySettings {
+    /// Verbs that make an op a read when nothing else decides (matched against the action, then
+    /// the first word of the tool name).
+    #[serde(default = "default_read_verbs")]
+    pub read_verbs: Vec<String>,
+    /// Verbs that make a write op destructive.
+    #[serde(default = "default_destructive_verbs")]
+    pub destructive_verbs: Vec<String>,
+}
+
+impl Default for ClassifySettings {
+    fn default() -> Self {
+        ClassifySettings {
+            read_verbs: default_read_verbs(),
+            destructive_verbs: default_destructive_verbs(),
+        }
+    }
+}
+
+fn words(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn default_read_verbs() -> Vec<String> {
+    words(&[
+        "get",
+        "list",
+        "search",
+        "find",
+        "read",
+        "query",
+        "fetch",
+        "lookup",
+        "show",
+        "describe",
+        "view",
+        "count",
+        "check",
+        "visit",
+        "browse",
+        "inspect",
+        "retrieve",
+        "load",
+        "exists",
+        "is",
+        "has",
+        "compare",
+        "summarize",
+        "explain",
+        "preview",
+    ])
+}
+
+fn default_destructive_verbs() -> Vec<String> {
+    words(&[
+        "delete",
+        "remove",
+        "unlink",
+        "reorganize",
+        "purge",
+        "drop",
+        "destroy",
+        "erase",
+        "wipe",
+        "truncate",
+        "reset",
+        "clear",
+        "overwrite",
+    ])
+}
+
+// "A string or a table": `task = "tasks"` and `task = { plural = "tasks", summary = ".." }`,
+// keeping `deny_unknown_fields` errors (an untagged enum would swallow them).
+fn string_or_table<'de, T, S, D>(d: D) -> Result<T, D::Error>
+where
+    T: Deserialize<'de> + From<S>,
+    S: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    struct V<T, S>(PhantomData<(T, S)>);
+    impl<'de, T: Deserialize<'de> + From<S>, S: Deserialize<'de>> Visitor<'de> for V<T, S> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a string or a table")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            S::deserialize(de::value::StrDeserializer::<E>::new(v)).map(T::from)
+        }
+        fn visit_map<M: MapAccess<'de>>(self, m: M) -> Result<T, M::Error> {
+            T::deserialize(de::value::MapAccessDeserializer::new(m))
+        }
+    }
+    d.deserialize_any(V::<T, S>(PhantomData))
+}
+
+/// Entity vocabulary entry as written: `task = "tasks"` or a table.
+struct EntityEntry(EntitySpec);
+
+impl<'de> Deserialize<'de> for EntityEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        string_or_table::<EntitySpec, String, D>(d).map(EntityEntry)
+    }
+}
+
+/// Reads `toolreg.toml` from the definitions folder. A missing file is an empty overlay (every
+/// tool then needs the fallback, which is also absent: each name is reported as unclassified).
+/// Returns the overlay and the file's text (for positions).
+pub fn load(dir: &Path, display_dir: &str, diags: &mut Diagnostics) -> Option<LoadedOverlay> {
+    let path = dir.join(OVERLAY_FILE);
+    let display = super::load::display_path(display_dir, OVERLAY_FILE);
+    if !path.exists() {
+        return Some(LoadedOverlay {
+            overlay: Overlay::default(),
+            display,
+            text: String::new(),
+            path: None,
+        });
+    }
+    let text = match std::fs::read(&path).map(String::from_utf8) {
+        Ok(Ok(t)) => t,
+        Ok(Err(_)) => {
+            diags.push(
+                Diagnostic::new(
+                    Code::OverlaySyntax,
+                    format!("`{display}` is not valid UTF-8"),
+                )
+                .at(Location::file(display))
+                .help("save the overlay as UTF-8"),
+            );
+            return None;
+        }
+        Err(err) => {
+            diags.push(
+                Diagnostic::new(Code::Io, format!("cannot read `{display}`: {err}"))
+                    .at(Location::file(display))
+                    .help("check the file's permissions"),
+            );
+            return None;
+        }
+    };
+    match toml::from_str::<RawOverlay>(&text) {
+        Ok(raw) => Some(LoadedOverlay {
+            overlay: raw.into(),
+            display,
+            text,
+            path: Some(path),
+        }),
+        Err(err) => {
+            diags.push(toml_error(&err, &display, &text));
+            None
+        }
+    }
+}
+
+/// The overlay plus where it came from.
+#[derive(Debug)]
+pub struct LoadedOverlay {
+    pub overlay: Overlay,
+    pub display: String,
+    pub text: String,
+    /// The file, when one exists (for `rerun-if-changed`).
+    pub path: Option<std::path::PathBuf>,
+}
+
+impl LoadedOverlay {
+    /// A location from a byte span in the overlay.
+    pub fn loc(&self, span: Range<usize>) -> Location {
+        if self.text.is_empty() {
+            return Location::file(self.display.clone());
+        }
+        let idx = super::source::LineIndex::new(&self.text);
+        let (line, col) = idx.line_col(&self.text, span.start);
+        Location::at(self.display.clone(), line, col)
+    }
+}
+
+// The on-disk form; converted into `Overlay` after the string-or-table entries are unwrapped.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOverlay {
+    #[serde(default)]
+    registry: RegistryMeta,
+    #[serde(default)]
+    groups: BTreeMap<Spanned<String>, GroupSpec>,
+    #[serde(default)]
+    entities: BTreeMap<Spanned<String>, EntityEntry>,
+    #[serde(default)]
+    rules: Vec<Spanned<Rule>>,
+    #[serde(default)]
+    special: BTreeMap<Spanned<String>, RawSpecial>,
+    #[serde(default)]
+    fallback: Option<Spanned<Fallback>>,
+    #[serde(default)]
+    ops: BTreeMap<Spanned<String>, OpOverride>,
+    #[serde(default)]
+    classify: ClassifySettings,
+}
+
+struct RawSpecial(SpecialCase);
+
+impl<'de> Deserialize<'de> for RawSpecial {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        string_or_table::<SpecialCase, Spanned<String>, D>(d).map(RawSpecial)
+    }
+}
+
+impl From<RawOverlay> for Overlay {
+    fn from(r: RawOverlay) -> Self {
+        Overlay {
+            registry: r.registry,
+            groups: r.groups,
+            entities: r.entities.into_iter().map(|(k, v)| (k, v.0)).collect(),
+            rules: r.rules,
+            special: r.special.into_iter().map(|(k, v)| (k, v.0)).collect(),
+            fallback: r.fallback,
+            ops: r.ops,
+            classify: r.classify,
+        }
+    }
+}
+
+/// Turns a toml/serde error into a diagnostic; unknown keys and values get the nearest valid one.
+fn toml_error(err: &toml::de::Error, display: &str, text: &str) -> Diagnostic {
+    let loc = match err.span() {
+        Some(span) => {
+            let idx = super::source::LineIndex::new(text);
+            let (line, col) = idx.line_col(text, span.start);
+            Location::at(display.to_string(), line, col)
+        }
+        None => Location::file(display.to_string()),
+    };
+    let msg = err.message().trim().to_string();
+    // serde's wording: "unknown field `x`, expected one of `a`, `b`" / "unknown variant ...".
+    for (prefix, what) in [("unknown field", "key"), ("unknown variant", "value")] {
+        if let Some(rest) = msg.strip_prefix(prefix) {
+            let quoted: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+            if let Some((bad, valid)) = quoted.split_first() {
+                let code = if what == "key" {
+                    Code::OverlayUnknownKey
+                } else {
+                    Code::OverlaySyntax
+                };
+                let help = match nearest(bad, valid.iter().copied()) {
+                    Some(n) => format!(
+                        "did you mean `{n}`? valid {what}s here: {}",
+                        valid.join(", ")
+                    ),
+                    None if valid.is_empty() => format!("this table takes no {what}s"),
+                    None => format!("valid {what}s here: {}", valid.join(", ")),
+                };
+                return Diagnostic::new(code, format!("unknown {what} `{bad}` in {OVERLAY_FILE}"))
+                    .at(loc)
+                    .help(help);
+            }
+        }
+    }
+    Diagnostic::new(Code::OverlaySyntax, format!("{OVERLAY_FILE}: {msg}"))
+        .at(loc)
+        .help("see the overlay format in the README")
+}

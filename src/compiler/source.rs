@@ -1,0 +1,177 @@
+//! Source files and positions: byte offsets to 1-based line:col, and JSON pointers to positions.
+//!
+//! serde_json gives values but no positions, so pointers are resolved against a jsonc-parser AST,
+//! built only for files that need a position (entries at load time, diagnostics at the end).
+
+use jsonc_parser::ast::Value as Ast;
+use jsonc_parser::{CollectOptions, ParseOptions};
+
+/// Start offsets of every line, for offset -> line:col.
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        LineIndex { starts }
+    }
+
+    /// 1-based line and column (in characters) of a byte offset into `text`.
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let offset = offset.min(text.len());
+        let line = self.starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.starts[line];
+        let col = text
+            .get(start..offset)
+            .map(|s| s.chars().count())
+            .unwrap_or(offset - start);
+        (line + 1, col + 1)
+    }
+}
+
+/// Escapes one JSON pointer segment (RFC 6901).
+pub fn pointer_segment(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+fn unescape_segment(s: &str) -> String {
+    s.replace("~1", "/").replace("~0", "~")
+}
+
+fn strict() -> ParseOptions {
+    ParseOptions {
+        allow_comments: false,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        ..Default::default()
+    }
+}
+
+/// A parsed position tree of one JSON text, able to resolve many pointers cheaply.
+pub struct PositionTree<'a> {
+    root: Option<Ast<'a>>,
+}
+
+impl<'a> PositionTree<'a> {
+    pub fn parse(text: &'a str) -> Self {
+        let root = jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &strict())
+            .ok()
+            .and_then(|r| r.value);
+        PositionTree { root }
+    }
+
+    /// Byte offset of the value a pointer names. When the pointer leads through a missing key,
+    /// the offset of the deepest value that exists is returned, which is still the right place
+    /// to look.
+    pub fn offset(&self, pointer: &str) -> Option<usize> {
+        let mut node = self.root.as_ref()?;
+        if pointer.is_empty() {
+            return Some(node.range().start);
+        }
+        for raw in pointer.trim_start_matches('/').split('/') {
+            let seg = unescape_segment(raw);
+            let next = match node {
+                Ast::Object(o) => o
+                    .properties
+                    .iter()
+                    .find(|p| p.name.as_str() == seg)
+                    .map(|p| &p.value),
+                Ast::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.elements.get(i)),
+                _ => None,
+            };
+            match next {
+                Some(n) => node = n,
+                None => break,
+            }
+        }
+        Some(node.range().start)
+    }
+}
+
+trait Ranged {
+    fn range(&self) -> jsonc_parser::common::Range;
+}
+
+impl Ranged for Ast<'_> {
+    fn range(&self) -> jsonc_parser::common::Range {
+        match self {
+            Ast::StringLit(v) => v.range,
+            Ast::NumberLit(v) => v.range,
+            Ast::BooleanLit(v) => v.range,
+            Ast::Object(v) => v.range,
+            Ast::Array(v) => v.range,
+            Ast::NullKeyword(v) => v.range,
+        }
+    }
+}
+
+/// One input file as read: its path relative to the definitions folder, how to show it to the
+/// user, and its text.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Relative to the definitions folder, `/`-separated: what the registry records.
+    pub rel: String,
+    /// As the user would type it (the definitions folder as given, joined with `rel`).
+    pub display: String,
+    pub text: String,
+    pub lines: LineIndex,
+}
+
+impl SourceFile {
+    pub fn new(rel: String, display: String, text: String) -> Self {
+        let lines = LineIndex::new(&text);
+        SourceFile {
+            rel,
+            display,
+            text,
+            lines,
+        }
+    }
+
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        self.lines.line_col(&self.text, offset)
+    }
+
+    /// Resolves several pointers with one parse.
+    pub fn locate_all(&self, pointers: &[&str]) -> Vec<Option<(usize, usize)>> {
+        let tree = PositionTree::parse(&self.text);
+        pointers
+            .iter()
+            .map(|p| tree.offset(p).map(|o| self.line_col(o)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_characters_from_one() {
+        let text = "ab\ncé d\n";
+        let idx = LineIndex::new(text);
+        assert_eq!(idx.line_col(text, 0), (1, 1));
+        assert_eq!(idx.line_col(text, 3), (2, 1));
+        // 'd' is after a two-byte é: byte 7, character column 4.
+        assert_eq!(idx.line_col(text, 7), (2, 4));
+    }
+
+    #[test]
+    fn pointers_resolve_to_value_positions() {
+        let text = "[\n  {\"a\": {\"b/c\": [10, 20]}}\n]";
+        let file = SourceFile::new("x.json".into(), "x.json".into(), text.into());
+        let got = file.locate_all(&["/0", "/0/a/b~1c/1", "/0/missing"]);
+        assert_eq!(got[0], Some((2, 3)));
+        assert_eq!(got[1], Some((2, 22)));
+        // A missing key falls back to the deepest existing value.
+        assert_eq!(got[2], Some((2, 3)));
+    }
+}

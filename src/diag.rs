@@ -1,0 +1,343 @@
+//! Diagnostics: every problem toolreg finds in its input, with a stable code, a severity, a
+//! location (file, line:col, JSON pointer) and a hint saying what to do.
+//!
+//! Stages push into a [`Diagnostics`] list and keep going, so one run reports everything at once.
+//! Rendering is rustc-style text for people and JSON lines for other tools.
+
+use serde::Serialize;
+use std::fmt;
+
+/// How bad a finding is. Errors stop `build`; warnings are reported and the build goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+macro_rules! codes {
+    ($( $variant:ident = $code:literal, $sev:ident, $title:literal; )*) => {
+        /// Stable diagnostic codes. The README lists them all; never renumber one.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code { $( $variant, )* }
+
+        impl Code {
+            /// The printed code, e.g. `TR012`.
+            pub fn as_str(self) -> &'static str {
+                match self { $( Code::$variant => $code, )* }
+            }
+            /// The severity this code normally has.
+            pub fn severity(self) -> Severity {
+                match self { $( Code::$variant => Severity::$sev, )* }
+            }
+            /// A one-line title, used by the README table and `--explain`-style listings.
+            pub fn title(self) -> &'static str {
+                match self { $( Code::$variant => $title, )* }
+            }
+            /// Every code, in numeric order.
+            pub const ALL: &'static [Code] = &[ $( Code::$variant, )* ];
+        }
+    };
+}
+
+codes! {
+    // Reading input.
+    Io = "TR001", Error, "a file or folder could not be read";
+    NoDefinitions = "TR002", Error, "the definitions folder is missing or has no JSON files";
+    NotUtf8 = "TR003", Error, "a definitions file is not valid UTF-8";
+    EmptyFile = "TR004", Error, "a definitions file is empty";
+    MalformedJson = "TR005", Error, "a definitions file is not valid JSON";
+    FileShape = "TR006", Error, "a file is neither an array of tools nor an object with a `tools` array";
+    EntryShape = "TR007", Error, "an entry is not an OpenAI, MCP or Anthropic tool definition";
+    EntryField = "TR008", Error, "a tool's name, description or schema has the wrong type";
+    DescriptionTooLong = "TR009", Warning, "a tool description is very long";
+    MissingDescription = "TR010", Warning, "a tool has no description";
+    // The overlay.
+    OverlaySyntax = "TR011", Error, "toolreg.toml is not valid TOML or has a value of the wrong type";
+    // Cross-tool checks.
+    OpCollision = "TR012", Error, "two tools map to the same op";
+    DuplicateToolName = "TR013", Error, "two tools have the same name";
+    Unclassified = "TR014", Error, "no special case or rule classifies a tool name";
+    FallbackUsed = "TR015", Warning, "a tool name was classified only by the fallback";
+    UnknownEntity = "TR016", Warning, "a rule produced an entity missing from the vocabulary";
+    DeadAlias = "TR017", Error, "an op alias targets an op that does not exist";
+    ShadowingAlias = "TR018", Error, "an op alias shadows a real op or tool name";
+    OverlayUnknownKey = "TR019", Error, "toolreg.toml has a key toolreg does not know";
+    OverlayInvalid = "TR020", Error, "a rule, op or override in toolreg.toml is invalid";
+    ProviderName = "TR021", Warning, "a tool name is rejected by providers; surfaces use a safe name";
+    ProviderNameCollision = "TR022", Error, "two tools get the same provider-safe name";
+    KindConflict = "TR023", Warning, "MCP annotations disagree with the classified kind";
+    MissingGroupSummary = "TR024", Warning, "a group has no one-line summary in the overlay";
+    // Schema normalization (one warning per fix).
+    NonStandardType = "TR030", Warning, "a non-standard type name was mapped to JSON Schema";
+    Nullable = "TR031", Warning, "`nullable` was rewritten as a type union with null";
+    OptionalFlag = "TR032", Warning, "a property-level `optional`/`required` flag was moved into `required`";
+    DefaultMismatch = "TR033", Warning, "a `default` does not fit its schema and was dropped";
+    RequiredMissing = "TR034", Warning, "`required` names a property that does not exist";
+    TopLevelType = "TR035", Warning, "the parameters schema had no top-level `type: object`";
+    ArrayWithoutItems = "TR036", Warning, "an array schema has no `items`";
+    BadSchema = "TR037", Error, "the parameters schema cannot be used";
+    // Writing output.
+    OutputIo = "TR050", Error, "the output folder could not be written";
+    OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Where a finding is: a file (as the user would type it), and inside it a line:col and/or a
+/// JSON pointer. Line and column are 1-based; columns count characters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Location {
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+}
+
+impl Location {
+    pub fn file(file: impl Into<String>) -> Self {
+        Location {
+            file: file.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn at(file: impl Into<String>, line: usize, column: usize) -> Self {
+        Location {
+            file: file.into(),
+            line: Some(line),
+            column: Some(column),
+            pointer: None,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let (Some(l), Some(c)) = (self.line, self.column) {
+            write!(f, ":{l}:{c}")?;
+        }
+        if let Some(p) = &self.pointer {
+            write!(f, " ({})", if p.is_empty() { "/" } else { p })?;
+        }
+        Ok(())
+    }
+}
+
+/// A secondary place that belongs to a finding (the other tool of a collision, say).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Related {
+    pub location: Location,
+    pub message: String,
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub related: Vec<Related>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            location: None,
+            related: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn at(mut self, location: Location) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn related(mut self, location: Location, message: impl Into<String>) -> Self {
+        self.related.push(Related {
+            location,
+            message: message.into(),
+        });
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// rustc-style text: a headline, the location arrow, related places and the hint.
+    pub fn render_text(&self) -> String {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        let mut out = format!("{sev}[{}]: {}\n", self.code, self.message);
+        if let Some(loc) = &self.location {
+            out.push_str(&format!("  --> {loc}\n"));
+        }
+        for r in &self.related {
+            out.push_str(&format!("   = note: {}: {}\n", r.message, r.location));
+        }
+        if let Some(h) = &self.help {
+            out.push_str(&format!("   = help: {h}\n"));
+        }
+        out
+    }
+
+    /// One JSON object on one line, for other tools.
+    pub fn render_json(&self) -> String {
+        serde_json::to_string(self).expect("diagnostics always serialize")
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render_text())
+    }
+}
+
+/// The findings of one run, in a stable order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    pub fn push(&mut self, d: Diagnostic) {
+        self.items.push(d);
+    }
+
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.items.extend(other.items);
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.items.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn error_count(&self) -> usize {
+        self.items.iter().filter(|d| d.is_error()).count()
+    }
+
+    pub fn warning_count(&self) -> usize {
+        self.items.len() - self.error_count()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Sorts by file, position, then code, so output does not depend on the order stages ran in.
+    pub fn sort(&mut self) {
+        self.items.sort_by(|a, b| {
+            let key = |d: &Diagnostic| {
+                (
+                    d.location.as_ref().map(|l| l.file.clone()),
+                    d.location.as_ref().and_then(|l| l.line),
+                    d.location.as_ref().and_then(|l| l.column),
+                    d.location.as_ref().and_then(|l| l.pointer.clone()),
+                    d.code,
+                    d.message.clone(),
+                )
+            };
+            key(a).cmp(&key(b))
+        });
+        self.items.dedup();
+    }
+
+    /// All findings as rustc-style text followed by a count line.
+    pub fn render_text(&self) -> String {
+        let mut out: String = self.items.iter().map(|d| d.render_text() + "\n").collect();
+        let (e, w) = (self.error_count(), self.warning_count());
+        if e + w > 0 {
+            out.push_str(&format!(
+                "{e} error{}, {w} warning{}\n",
+                if e == 1 { "" } else { "s" },
+                if w == 1 { "" } else { "s" }
+            ));
+        }
+        out
+    }
+
+    pub fn render_json_lines(&self) -> String {
+        self.items.iter().map(|d| d.render_json() + "\n").collect()
+    }
+
+    pub fn into_vec(self) -> Vec<Diagnostic> {
+        self.items
+    }
+}
+
+impl From<Vec<Diagnostic>> for Diagnostics {
+    fn from(items: Vec<Diagnostic>) -> Self {
+        Diagnostics { items }
+    }
+}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+/// The closest candidate to `word` by normalized edit distance, if any is close enough to help.
+#[cfg(feature = "compiler")]
+pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    ranked(word, candidates, 1).into_iter().next()
+}
+
+/// Up to `n` candidates close to `word`, best first (Jaro-Winkler, ties by name).
+#[cfg(feature = "compiler")]
+pub fn ranked<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    n: usize,
+) -> Vec<&'a str> {
+    let lw = word.to_lowercase();
+    let mut scored: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(&lw, &c.to_lowercase()), c))
+        .filter(|(s, _)| *s >= 0.7)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(n).map(|(_, c)| c).collect()
+}

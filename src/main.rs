@@ -1,0 +1,20 @@
+//! The `toolreg` command. All logic lives in the library; this only maps it to exit codes.
+
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // A panic is a toolreg bug, never a verdict on the input: report it as an input/usage-class
+    // failure (2) instead of Rust's 101, with a pointer to where to report it.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("error: toolreg hit an internal error: {info}");
+        eprintln!(
+            "   = help: this is a bug in toolreg; please report it with the input that caused it"
+        );
+    }));
+    match std::panic::catch_unwind(cli::run) {
+        Ok(code) => code,
+        Err(_) => ExitCode::from(2),
+    }
+}

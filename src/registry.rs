@@ -1,0 +1,218 @@
+//! The registry IR: what the compiler produces and every emitter and the runtime read.
+//!
+//! This module depends only on serde, so the runtime can load `registry.json` without the code
+//! generators. Maps are `BTreeMap`s so iteration order, and therefore every output, is stable.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Name written into every artifact's `generator` field.
+pub const GENERATOR: &str = "toolreg";
+
+/// Version of the registry format. Part of the version hash: bump it when the shape or the
+/// meaning of the IR changes, so every stamped artifact changes with it.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Read or write: one authoritative value per op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Read,
+    Write,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Read => "read",
+            Kind::Write => "write",
+        }
+    }
+}
+
+/// The MCP tool annotations, kept as declared (they feed kind and destructive).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpAnnotations {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl McpAnnotations {
+    /// Reads the known hints from an `annotations` object; other keys are ignored.
+    pub fn from_json(obj: &Map<String, Value>) -> Self {
+        let flag = |k: &str| obj.get(k).and_then(Value::as_bool);
+        McpAnnotations {
+            title: obj.get("title").and_then(Value::as_str).map(str::to_owned),
+            read_only_hint: flag("readOnlyHint"),
+            destructive_hint: flag("destructiveHint"),
+            idempotent_hint: flag("idempotentHint"),
+            open_world_hint: flag("openWorldHint"),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == McpAnnotations::default()
+    }
+}
+
+/// Where an op's definition came from. Not part of the version hash: renaming or reordering
+/// files must not change the registry version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// Relative to the definitions folder, `/`-separated.
+    pub file: String,
+    /// Position in the file's tool list.
+    pub index: usize,
+    /// JSON pointer of the entry.
+    pub pointer: String,
+}
+
+/// A worked call: what it does and the arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Example {
+    pub description: String,
+    pub args: Value,
+}
+
+/// Structured guidance drafted from a description or authored in the overlay.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    #[serde(rename = "do")]
+    pub do_: Vec<String>,
+    pub dont: Vec<String>,
+    pub edge_cases: Vec<String>,
+}
+
+/// One op: a classified, normalized tool (seed 000 section 5.3 plus toolreg's fields).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpRecord {
+    /// Dotted semantic name, `group.entity[.sub].action`.
+    pub op: String,
+    /// The tool's name as defined (what the underlying implementation is called).
+    pub tool_name: String,
+    /// A name every major provider accepts (`^[a-zA-Z0-9_-]{1,64}$`); equals `tool_name` when
+    /// that is already valid.
+    pub provider_name: String,
+    pub description: String,
+    /// First sentence of the description (or the overlay's summary).
+    pub summary: String,
+    /// Normalized JSON Schema of the arguments, properties in declared order.
+    pub parameters_schema: Value,
+    pub group: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entity: Option<String>,
+    pub action: String,
+    pub kind: Kind,
+    pub destructive: bool,
+    pub dry_run_default: bool,
+    pub hidden: bool,
+    pub tags: Vec<String>,
+    pub aliases: Vec<String>,
+    pub examples: Vec<Example>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<McpAnnotations>,
+    pub source: Source,
+}
+
+/// An entity's node in the op tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntityNode {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plural: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Ops of this entity, sorted.
+    pub ops: Vec<String>,
+}
+
+/// A group's node in the op tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupNode {
+    pub summary: String,
+    pub entities: BTreeMap<String, EntityNode>,
+    /// Ops directly under the group (no entity), sorted.
+    pub ops: Vec<String>,
+}
+
+/// Totals, for reports and quick sanity checks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub ops: usize,
+    pub groups: usize,
+    pub entities: usize,
+    pub read: usize,
+    pub write: usize,
+    pub destructive: usize,
+    pub hidden: usize,
+}
+
+/// The whole registry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Registry {
+    /// The catalog's name, from the overlay.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub generator: String,
+    pub format_version: u32,
+    /// `b3:` + 16 hex digits of blake3 over the canonical IR; see `compiler::stamp`.
+    pub registry_version: String,
+    pub counts: Counts,
+    /// group -> entity -> ops.
+    pub tree: BTreeMap<String, GroupNode>,
+    pub ops: BTreeMap<String, OpRecord>,
+}
+
+/// Why a registry could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read registry `{path}`: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("registry is not valid: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("registry format {found} is not supported by this toolreg (expects {FORMAT_VERSION}); rebuild it")]
+    Format { found: u32 },
+}
+
+impl Registry {
+    /// Parses `registry.json` bytes.
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, LoadError> {
+        let reg: Registry = serde_json::from_slice(bytes)?;
+        if reg.format_version != FORMAT_VERSION {
+            return Err(LoadError::Format {
+                found: reg.format_version,
+            });
+        }
+        Ok(reg)
+    }
+
+    /// Reads and parses a `registry.json` file.
+    pub fn from_path(path: impl AsRef<std::path::Path>) -> Result<Self, LoadError> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_slice(&bytes)
+    }
+
+    /// The op a tool name maps to.
+    pub fn op_by_tool_name(&self, tool_name: &str) -> Option<&OpRecord> {
+        self.ops.values().find(|r| r.tool_name == tool_name)
+    }
+}
