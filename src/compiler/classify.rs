@@ -231,17 +231,17 @@ impl<'o> Classifier<'o> {
             });
         }
         for (name, special) in &overlay.special {
-            if !valid_op(special.op.get_ref()) {
+            if !valid_op(&special.op) {
                 diags.push(
                     Diagnostic::new(
                         Code::OverlayInvalid,
                         format!(
                             "special case `{}` maps to `{}`, which is not a valid op",
                             name.get_ref(),
-                            special.op.get_ref()
+                            special.op
                         ),
                     )
-                    .at(lo.loc(special.op.span()))
+                    .at(lo.loc(name.span()))
                     .help(OP_HELP),
                 );
             }
@@ -325,7 +325,7 @@ impl<'o> Classifier<'o> {
             .get(tool_name)
             .or_else(|| self.overlay.special.get(form.as_str()));
         if let Some(sc) = special {
-            let op = sc.op.get_ref().clone();
+            let op = sc.op.clone();
             if !valid_op(&op) {
                 return None;
             }

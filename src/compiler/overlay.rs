@@ -89,13 +89,13 @@ pub struct Rule {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SpecialCase {
-    pub op: Spanned<String>,
+    pub op: String,
     pub kind: Option<Kind>,
     pub destructive: Option<bool>,
 }
 
-impl From<Spanned<String>> for SpecialCase {
-    fn from(op: Spanned<String>) -> Self {
+impl From<String> for SpecialCase {
+    fn from(op: String) -> Self {
         SpecialCase {
             op,
             kind: None,
@@ -330,7 +330,7 @@ struct RawSpecial(SpecialCase);
 
 impl<'de> Deserialize<'de> for RawSpecial {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        string_or_table::<SpecialCase, Spanned<String>, D>(d).map(RawSpecial)
+        string_or_table::<SpecialCase, String, D>(d).map(RawSpecial)
     }
 }
 
