@@ -167,8 +167,8 @@ pub fn run() -> ExitCode {
             if diags.has_errors() {
                 ExitCode::from(1)
             } else {
-                if matches!(format, Format::Text) {
-                    eprintln!("no errors ({} warnings)", diags.warning_count());
+                if matches!(format, Format::Text) && diags.is_empty() {
+                    eprintln!("no errors or warnings");
                 }
                 ExitCode::SUCCESS
             }

@@ -147,56 +147,24 @@ impl Default for ClassifySettings {
     }
 }
 
-fn words(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
+/// Verbs that read: looking, searching, computing without changing anything.
+const READ_VERBS: &str = "get list search find read query fetch lookup show describe view count \
+    check visit browse inspect retrieve load exists is has compare summarize explain preview \
+    extract validate analyze calculate compute estimate export download assess identify";
+
+/// Verbs that destroy or rearrange data in ways that are hard to undo.
+const DESTRUCTIVE_VERBS: &str = "delete remove unlink reorganize purge drop destroy erase wipe \
+    truncate reset clear overwrite";
 
 fn default_read_verbs() -> Vec<String> {
-    words(&[
-        "get",
-        "list",
-        "search",
-        "find",
-        "read",
-        "query",
-        "fetch",
-        "lookup",
-        "show",
-        "describe",
-        "view",
-        "count",
-        "check",
-        "visit",
-        "browse",
-        "inspect",
-        "retrieve",
-        "load",
-        "exists",
-        "is",
-        "has",
-        "compare",
-        "summarize",
-        "explain",
-        "preview",
-    ])
+    READ_VERBS.split_whitespace().map(str::to_owned).collect()
 }
 
 fn default_destructive_verbs() -> Vec<String> {
-    words(&[
-        "delete",
-        "remove",
-        "unlink",
-        "reorganize",
-        "purge",
-        "drop",
-        "destroy",
-        "erase",
-        "wipe",
-        "truncate",
-        "reset",
-        "clear",
-        "overwrite",
-    ])
+    DESTRUCTIVE_VERBS
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
 }
 
 // "A string or a table": `task = "tasks"` and `task = { plural = "tasks", summary = ".." }`,
