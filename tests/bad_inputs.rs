@@ -1,0 +1,129 @@
+//! The bad-input corpus: every case gives its documented diagnostics at the right place, the
+//! right exit codes, never a panic, and leaves an existing output folder untouched on error.
+//! Cases live in `tests/bad/<case>/`; three are generated here (a 5 MB description, non-UTF-8
+//! bytes, a missing folder) rather than committed.
+
+mod common;
+
+use common::{stderr, toolreg};
+use std::path::Path;
+
+/// case -> (lint exit code, codes that must appear).
+const CASES: &[(&str, i32, &[&str])] = &[
+    ("dead_alias", 1, &["TR017", "TR018", "TR020"]),
+    ("duplicate_names", 1, &["TR013"]),
+    ("empty_file", 1, &["TR004"]),
+    ("file_shape", 1, &["TR006"]),
+    ("malformed_json", 1, &["TR005"]),
+    ("names_dots_spaces", 0, &["TR015", "TR021", "TR024"]),
+    ("no_json", 1, &["TR002"]),
+    ("nonstandard_types", 0, &["TR030", "TR031", "TR032", "TR033", "TR034", "TR035", "TR036"]),
+    ("op_collision", 1, &["TR012"]),
+    ("overlay_bad_value", 1, &["TR011"]),
+    ("overlay_syntax", 1, &["TR011"]),
+    ("unclassified", 1, &["TR014", "TR016"]),
+    ("unknown_entity", 0, &["TR016"]),
+    ("unknown_overlay_key", 1, &["TR019"]),
+    ("wrong_entry_shape", 1, &["TR007", "TR008"]),
+];
+
+/// A good, previously built output folder to prove failed builds leave it alone.
+fn prebuilt_out(dir: &Path) -> std::path::PathBuf {
+    let out = dir.join("out");
+    let o = toolreg(&common::repo(), &["build", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+fn run_case(cwd: &Path, case: &str, lint_exit: i32, codes: &[&str], scratch: &Path) {
+    let lint = toolreg(cwd, &["lint", "--definitions", case]);
+    let text = stderr(&lint);
+    assert!(!text.contains("panicked") && !text.contains("internal error"), "{case}: {text}");
+    assert_eq!(lint.status.code(), Some(lint_exit), "{case} lint exit:\n{text}");
+    for code in codes {
+        assert!(text.contains(&format!("[{code}]")), "{case}: expected {code} in\n{text}");
+    }
+    insta::assert_snapshot!(format!("lint_{case}"), text);
+
+    // The same findings as JSON lines, each with a code, severity and location.
+    let json = toolreg(cwd, &["lint", "--definitions", case, "--format", "json"]);
+    assert_eq!(json.status.code(), Some(lint_exit));
+    let lines: Vec<serde_json::Value> = stderr(&json)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{case}: not JSON: {l}: {e}")))
+        .collect();
+    let headlines = text.lines().filter(|l| l.starts_with("error[") || l.starts_with("warning[")).count();
+    assert_eq!(lines.len(), headlines, "{case}: JSON and text disagree");
+    for code in codes {
+        assert!(lines.iter().any(|l| l["code"] == *code), "{case}: {code} missing from JSON");
+    }
+    assert!(lines.iter().all(|l| l["location"]["file"].is_string() && l["help"].is_string()));
+
+    // Build: errors exit 2 and leave the previous output exactly as it was.
+    let out = prebuilt_out(scratch);
+    let before = common::snapshot_dir(&out);
+    let build = toolreg(cwd, &["build", "--definitions", case, "--out", out.to_str().unwrap()]);
+    let btext = stderr(&build);
+    assert!(!btext.contains("panicked"), "{case}: {btext}");
+    if lint_exit == 0 {
+        assert_eq!(build.status.code(), Some(0), "{case} build:\n{btext}");
+    } else {
+        assert_eq!(build.status.code(), Some(2), "{case} build:\n{btext}");
+        assert_eq!(common::snapshot_dir(&out), before, "{case}: output folder changed");
+        assert!(btext.contains("was not changed"), "{case}: {btext}");
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn committed_cases() {
+    let bad = common::repo().join("tests/bad");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&bad)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let listed: Vec<&str> = CASES.iter().map(|c| c.0).collect();
+    assert_eq!(on_disk, listed, "every folder in tests/bad has an entry in CASES");
+    let scratch = tempfile::tempdir().unwrap();
+    for (case, exit, codes) in CASES {
+        run_case(&bad, case, *exit, codes, scratch.path());
+    }
+}
+
+fn overlay() -> &'static str {
+    "[registry]\nname = \"gen\"\n[groups.shop]\nsummary = \"Shop.\"\n[entities]\nwidget = \"widgets\"\n[[rules]]\npattern = \"list_{entities}\"\nop = \"shop.{entity}.list\"\nkind = \"read\"\n"
+}
+
+#[test]
+fn generated_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+
+    // A 5 MB description: a warning, not a crash, and the build still succeeds.
+    let huge = root.join("huge_description");
+    std::fs::create_dir(&huge).unwrap();
+    std::fs::write(huge.join("toolreg.toml"), overlay()).unwrap();
+    let desc = "List widgets. ".repeat(5 * 1024 * 1024 / 14);
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "list_widgets", "description": desc, "parameters": {"type": "object", "properties": {}}}}]);
+    std::fs::write(huge.join("tools.json"), serde_json::to_vec(&tools).unwrap()).unwrap();
+    run_case(root, "huge_description", 0, &["TR009"], root);
+
+    // Non-UTF-8 bytes on line 3.
+    let bytes = root.join("non_utf8");
+    std::fs::create_dir(&bytes).unwrap();
+    std::fs::write(bytes.join("toolreg.toml"), overlay()).unwrap();
+    let mut content = b"[\n  {\"name\": \"list_widgets\",\n   \"description\": \"caf".to_vec();
+    content.extend_from_slice(&[0xE9, b'"']);
+    content.extend_from_slice(b", \"inputSchema\": {\"type\": \"object\"}}\n]\n");
+    std::fs::write(bytes.join("latin1.json"), content).unwrap();
+    run_case(root, "non_utf8", 1, &["TR003"], root);
+
+    // A folder that does not exist: usage error (2) for lint too, nothing created.
+    let lint = toolreg(root, &["lint", "--definitions", "nowhere"]);
+    assert_eq!(lint.status.code(), Some(2));
+    assert!(stderr(&lint).contains("[TR002]"));
+    let build = toolreg(root, &["build", "--definitions", "nowhere", "--out", "gen"]);
+    assert_eq!(build.status.code(), Some(2));
+    assert!(!root.join("gen").exists());
+}
