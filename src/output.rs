@@ -74,7 +74,8 @@ fn rel_path(root: &Path, p: &Path) -> String {
         .join("/")
 }
 
-/// Files toolreg owns in `out` right now (relative paths), per the ownership mode.
+/// Files in `out` that toolreg may replace or remove, per the ownership mode. In folder mode
+/// that is every non-hidden file; `check` reports the ones build would not write as extra.
 fn owned_files(out: &Path, mode: Ownership) -> Result<BTreeSet<String>, Box<Diagnostic>> {
     if !out.exists() {
         return Ok(BTreeSet::new());
@@ -86,7 +87,6 @@ fn owned_files(out: &Path, mode: Ownership) -> Result<BTreeSet<String>, Box<Diag
             std::io::Error::other("not a folder"),
         ));
     }
-    let manifest = out.join(MANIFEST);
     match mode {
         Ownership::Folder => {
             let mut files = BTreeSet::new();
@@ -102,19 +102,10 @@ fn owned_files(out: &Path, mode: Ownership) -> Result<BTreeSet<String>, Box<Diag
                     files.insert(rel_path(out, entry.path()));
                 }
             }
-            if !files.is_empty() && !manifest.exists() {
-                let shown = out.to_string_lossy().replace('\\', "/");
-                return Err(Box::new(Diagnostic::new(
-                    Code::OutputNotOwned,
-                    format!("output folder `{shown}` has files toolreg did not write (no {MANIFEST})"),
-                )
-                .at(Location::file(shown))
-                .help("point --out at an empty folder or one toolreg created; toolreg removes stale files in its output folder, so it will not adopt a folder with other files")));
-            }
             Ok(files)
         }
         Ownership::Manifest => {
-            let Ok(text) = fs::read_to_string(&manifest) else {
+            let Ok(text) = fs::read_to_string(out.join(MANIFEST)) else {
                 return Ok(BTreeSet::new());
             };
             let listed = serde_json::from_str::<serde_json::Value>(&text)
@@ -133,6 +124,28 @@ fn owned_files(out: &Path, mode: Ownership) -> Result<BTreeSet<String>, Box<Diag
             Ok(owned)
         }
     }
+}
+
+/// Before build removes anything in folder mode, the folder must prove it is toolreg's: it holds
+/// a manifest, or every file in it is one build is about to write anyway.
+fn ensure_adoptable(out: &Path, extra: &[String]) -> Result<(), Box<Diagnostic>> {
+    if extra.is_empty() || out.join(MANIFEST).is_file() {
+        return Ok(());
+    }
+    let shown = out.to_string_lossy().replace('\\', "/");
+    let listed: Vec<&str> = extra.iter().take(5).map(String::as_str).collect();
+    Err(Box::new(
+        Diagnostic::new(
+            Code::OutputNotOwned,
+            format!(
+                "output folder `{shown}` has files toolreg did not write and no {MANIFEST}: {}{}",
+                listed.join(", "),
+                if extra.len() > 5 { ", ..." } else { "" }
+            ),
+        )
+        .at(Location::file(shown))
+        .help("build removes stale files from its output folder, so it only adopts an empty folder or one with its manifest; point --out elsewhere or move these files away"),
+    ))
 }
 
 /// A manifest path is only trusted if it stays inside the folder.
@@ -202,6 +215,9 @@ pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport
 /// Writes `files` into `out`, all-or-nothing; see the module docs.
 pub fn write(out: &Path, files: &FileMap, mode: Ownership) -> Result<WriteReport, Box<Diagnostic>> {
     let status = check(out, files, mode)?;
+    if mode == Ownership::Folder {
+        ensure_adoptable(out, &status.extra)?;
+    }
     let mut report = WriteReport {
         unchanged: files.len() - status.changed.len() - status.missing.len(),
         ..Default::default()

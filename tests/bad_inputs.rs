@@ -17,7 +17,13 @@ const CASES: &[(&str, i32, &[&str])] = &[
     ("malformed_json", 1, &["TR005"]),
     ("names_dots_spaces", 0, &["TR015", "TR021", "TR024"]),
     ("no_json", 1, &["TR002"]),
-    ("nonstandard_types", 0, &["TR030", "TR031", "TR032", "TR033", "TR034", "TR035", "TR036"]),
+    (
+        "nonstandard_types",
+        0,
+        &[
+            "TR030", "TR031", "TR032", "TR033", "TR034", "TR035", "TR036",
+        ],
+    ),
     ("op_collision", 1, &["TR012"]),
     ("overlay_bad_value", 1, &["TR011"]),
     ("overlay_syntax", 1, &["TR011"]),
@@ -38,10 +44,20 @@ fn prebuilt_out(dir: &Path) -> std::path::PathBuf {
 fn run_case(cwd: &Path, case: &str, lint_exit: i32, codes: &[&str], scratch: &Path) {
     let lint = toolreg(cwd, &["lint", "--definitions", case]);
     let text = stderr(&lint);
-    assert!(!text.contains("panicked") && !text.contains("internal error"), "{case}: {text}");
-    assert_eq!(lint.status.code(), Some(lint_exit), "{case} lint exit:\n{text}");
+    assert!(
+        !text.contains("panicked") && !text.contains("internal error"),
+        "{case}: {text}"
+    );
+    assert_eq!(
+        lint.status.code(),
+        Some(lint_exit),
+        "{case} lint exit:\n{text}"
+    );
     for code in codes {
-        assert!(text.contains(&format!("[{code}]")), "{case}: expected {code} in\n{text}");
+        assert!(
+            text.contains(&format!("[{code}]")),
+            "{case}: expected {code} in\n{text}"
+        );
     }
     insta::assert_snapshot!(format!("lint_{case}"), text);
 
@@ -52,24 +68,45 @@ fn run_case(cwd: &Path, case: &str, lint_exit: i32, codes: &[&str], scratch: &Pa
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{case}: not JSON: {l}: {e}")))
         .collect();
-    let headlines = text.lines().filter(|l| l.starts_with("error[") || l.starts_with("warning[")).count();
+    let headlines = text
+        .lines()
+        .filter(|l| l.starts_with("error[") || l.starts_with("warning["))
+        .count();
     assert_eq!(lines.len(), headlines, "{case}: JSON and text disagree");
     for code in codes {
-        assert!(lines.iter().any(|l| l["code"] == *code), "{case}: {code} missing from JSON");
+        assert!(
+            lines.iter().any(|l| l["code"] == *code),
+            "{case}: {code} missing from JSON"
+        );
     }
-    assert!(lines.iter().all(|l| l["location"]["file"].is_string() && l["help"].is_string()));
+    assert!(lines
+        .iter()
+        .all(|l| l["location"]["file"].is_string() && l["help"].is_string()));
 
     // Build: errors exit 2 and leave the previous output exactly as it was.
     let out = prebuilt_out(scratch);
     let before = common::snapshot_dir(&out);
-    let build = toolreg(cwd, &["build", "--definitions", case, "--out", out.to_str().unwrap()]);
+    let build = toolreg(
+        cwd,
+        &[
+            "build",
+            "--definitions",
+            case,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
     let btext = stderr(&build);
     assert!(!btext.contains("panicked"), "{case}: {btext}");
     if lint_exit == 0 {
         assert_eq!(build.status.code(), Some(0), "{case} build:\n{btext}");
     } else {
         assert_eq!(build.status.code(), Some(2), "{case} build:\n{btext}");
-        assert_eq!(common::snapshot_dir(&out), before, "{case}: output folder changed");
+        assert_eq!(
+            common::snapshot_dir(&out),
+            before,
+            "{case}: output folder changed"
+        );
         assert!(btext.contains("was not changed"), "{case}: {btext}");
     }
     std::fs::remove_dir_all(&out).unwrap();
@@ -84,7 +121,10 @@ fn committed_cases() {
         .collect();
     on_disk.sort();
     let listed: Vec<&str> = CASES.iter().map(|c| c.0).collect();
-    assert_eq!(on_disk, listed, "every folder in tests/bad has an entry in CASES");
+    assert_eq!(
+        on_disk, listed,
+        "every folder in tests/bad has an entry in CASES"
+    );
     let scratch = tempfile::tempdir().unwrap();
     for (case, exit, codes) in CASES {
         run_case(&bad, case, *exit, codes, scratch.path());

@@ -16,7 +16,9 @@ fn seed_000() -> String {
 }
 
 fn section<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
-    let a = text.find(start).unwrap_or_else(|| panic!("seed has `{start}`"));
+    let a = text
+        .find(start)
+        .unwrap_or_else(|| panic!("seed has `{start}`"));
     let b = text[a..].find(end).map_or(text.len(), |b| a + b);
     &text[a..b]
 }
@@ -53,8 +55,15 @@ fn every_seed_mapping_is_in_the_registry() {
             }
         }
     }
-    assert!(from_tables >= 45, "parsed only {from_tables} table rows: the seed parser is broken");
-    assert!(expected.len() >= 50, "parsed only {} mappings", expected.len());
+    assert!(
+        from_tables >= 45,
+        "parsed only {from_tables} table rows: the seed parser is broken"
+    );
+    assert!(
+        expected.len() >= 50,
+        "parsed only {} mappings",
+        expected.len()
+    );
 
     let reg: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(common::repo().join("generated/registry.json")).unwrap(),
@@ -69,5 +78,9 @@ fn every_seed_mapping_is_in_the_registry() {
             None => missing.push(format!("{op} ({tool}) is not in registry.json")),
         }
     }
-    assert!(missing.is_empty(), "seed mappings not in the registry:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "seed mappings not in the registry:\n{}",
+        missing.join("\n")
+    );
 }

@@ -13,7 +13,11 @@ pub fn shared() -> PathBuf {
     let p = std::env::var_os("TOOLREG_SHARED")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("../shared"));
-    assert!(p.is_dir(), "the shared folder is missing at {} (set TOOLREG_SHARED)", p.display());
+    assert!(
+        p.is_dir(),
+        "the shared folder is missing at {} (set TOOLREG_SHARED)",
+        p.display()
+    );
     p
 }
 
@@ -53,7 +57,12 @@ pub fn snapshot_dir(dir: &Path) -> Vec<(String, Vec<u8>)> {
     for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
         let entry = entry.unwrap();
         if entry.file_type().is_file() {
-            let rel = entry.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            let rel = entry
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             out.push((rel, std::fs::read(entry.path()).unwrap()));
         }
     }

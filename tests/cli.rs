@@ -1,0 +1,173 @@
+//! The CLI's contract: exit codes, `check` staleness reports, write-if-changed, ownership.
+
+mod common;
+
+use common::{stderr, toolreg};
+use std::fs;
+
+const CATALOGS: &[(&str, &str)] = &[
+    ("definitions", "generated"),
+    (
+        "examples/universal-agent/definitions",
+        "examples/universal-agent/generated",
+    ),
+];
+
+#[test]
+fn committed_output_is_current_for_both_catalogs() {
+    for (defs, out) in CATALOGS {
+        let o = toolreg(
+            &common::repo(),
+            &["check", "--definitions", defs, "--out", out],
+        );
+        assert_eq!(o.status.code(), Some(0), "{out} is stale:\n{}", stderr(&o));
+    }
+}
+
+#[test]
+fn check_names_every_changed_missing_and_extra_file_and_build_repairs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gen");
+    let repo = common::repo();
+    let defs = repo.join("definitions");
+    let (d, o) = (defs.to_str().unwrap(), out.to_str().unwrap());
+    assert!(toolreg(&repo, &["build", "-d", d, "-o", o])
+        .status
+        .success());
+    assert_eq!(
+        toolreg(&repo, &["check", "-d", d, "-o", o]).status.code(),
+        Some(0)
+    );
+
+    // Edit one line of registry.json.
+    let reg = out.join("registry.json");
+    let text = fs::read_to_string(&reg).unwrap();
+    fs::write(&reg, text.replacen("\"buildos\"", "\"edited\"", 1)).unwrap();
+    let r = toolreg(&repo, &["check", "-d", d, "-o", o]);
+    let msg = stderr(&r);
+    assert_eq!(r.status.code(), Some(1), "{msg}");
+    assert!(
+        msg.contains("changed: ") && msg.contains("/registry.json"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("first difference at line")
+            && msg.contains("- expected:")
+            && msg.contains("\"edited\""),
+        "{msg}"
+    );
+    assert!(msg.contains("toolreg build --definitions"), "{msg}");
+
+    // Delete the manifest: reported as missing.
+    fs::remove_file(out.join("toolreg.manifest.json")).unwrap();
+    let msg = stderr(&toolreg(&repo, &["check", "-d", d, "-o", o]));
+    assert!(
+        msg.contains("missing: ") && msg.contains("/toolreg.manifest.json"),
+        "{msg}"
+    );
+
+    // Add a stray file: reported as extra. Without a manifest, build will not delete it.
+    fs::write(out.join("stray.md"), "hand-written").unwrap();
+    let r = toolreg(&repo, &["check", "-d", d, "-o", o]);
+    let msg = stderr(&r);
+    assert_eq!(r.status.code(), Some(1), "{msg}");
+    assert!(
+        msg.contains("extra:   ") && msg.contains("/stray.md"),
+        "{msg}"
+    );
+    assert!(msg.contains("1 changed, 1 missing, 1 extra"), "{msg}");
+    let refused = toolreg(&repo, &["build", "-d", d, "-o", o]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("[TR051]") && stderr(&refused).contains("stray.md"));
+    assert!(out.join("stray.md").exists());
+
+    // With the manifest back, build owns the folder again and removes the stray file.
+    assert!(toolreg(dir.path(), &["build", "-d", d, "-o", "fresh"])
+        .status
+        .success());
+    fs::copy(
+        dir.path().join("fresh/toolreg.manifest.json"),
+        out.join("toolreg.manifest.json"),
+    )
+    .unwrap();
+    fs::remove_file(out.join("registry.json")).unwrap();
+    let msg = stderr(&toolreg(&repo, &["check", "-d", d, "-o", o]));
+    assert!(
+        msg.contains("missing: ") && msg.contains("/registry.json"),
+        "{msg}"
+    );
+
+    let b = toolreg(&repo, &["build", "-d", d, "-o", o]);
+    assert!(b.status.success(), "{}", stderr(&b));
+    assert!(stderr(&b).contains("1 removed"), "{}", stderr(&b));
+    assert!(!out.join("stray.md").exists());
+    assert_eq!(
+        toolreg(&repo, &["check", "-d", d, "-o", o]).status.code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn a_no_change_rebuild_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = common::repo();
+    let out = dir.path().join("gen");
+    let args = ["build", "--out", out.to_str().unwrap()];
+    assert!(toolreg(&repo, &args).status.success());
+    let mtime = |p: &str| fs::metadata(out.join(p)).unwrap().modified().unwrap();
+    let before = (mtime("registry.json"), mtime("toolreg.manifest.json"));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let again = toolreg(&repo, &args);
+    assert!(
+        stderr(&again).contains("0 written, 0 removed"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(
+        (mtime("registry.json"), mtime("toolreg.manifest.json")),
+        before
+    );
+}
+
+#[test]
+fn a_folder_with_foreign_files_is_never_adopted() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+    let defs = common::repo().join("definitions");
+    let r = toolreg(
+        dir.path(),
+        &["build", "-d", defs.to_str().unwrap(), "-o", "."],
+    );
+    assert_eq!(r.status.code(), Some(2));
+    assert!(stderr(&r).contains("[TR051]"), "{}", stderr(&r));
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("notes.txt")]);
+}
+
+#[test]
+fn every_command_has_help_and_usage_errors_exit_2() {
+    let repo = common::repo();
+    for cmd in [
+        &["--help"][..],
+        &["build", "--help"],
+        &["check", "--help"],
+        &["lint", "--help"],
+    ] {
+        let o = toolreg(&repo, cmd);
+        assert_eq!(o.status.code(), Some(0), "{cmd:?}");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("Usage:"), "{cmd:?}: {text}");
+    }
+    assert!(
+        String::from_utf8_lossy(&toolreg(&repo, &["build", "--help"]).stdout)
+            .contains("--definitions <DIR>")
+    );
+    assert_eq!(toolreg(&repo, &["frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        toolreg(&repo, &["lint", "--format", "yaml"]).status.code(),
+        Some(2)
+    );
+}
