@@ -60,8 +60,9 @@ pub struct Output {
     pub inputs: Vec<PathBuf>,
 }
 
-/// A failed compile: the diagnostics, rendered by `Display` and `Debug` alike so `unwrap`,
-/// `expect` and `fn main() -> Result<..>` all show them readably.
+/// A failed compile. The diagnostics were already printed to stderr (cargo shows a failing build
+/// script's stderr); `Display` and `Debug` give a one-line summary, so `unwrap`, `expect` and
+/// `fn main() -> Result<..>` do not print them twice.
 pub struct Error {
     pub diagnostics: Diagnostics,
 }
@@ -70,8 +71,8 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "toolreg found errors in the tool definitions:\n\n{}",
-            self.diagnostics.render_text()
+            "toolreg: {} error(s) in the tool definitions (diagnostics above)",
+            self.diagnostics.error_count()
         )
     }
 }
