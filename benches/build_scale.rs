@@ -1,1 +1,286 @@
-fn main() {}
+//! Build benchmark on synthetic catalogs of 100, 1,000 and 10,000 tools with realistic schemas
+//! (nested objects, arrays of objects, enums, defaults, 300-700 character descriptions) and an
+//! overlay of 120 ordered rules.
+//!
+//! Each build runs in a child process (this binary re-executed with `--child`), so wall time
+//! includes process start and the peak RSS is the build's own. Prints medians and growth ratios,
+//! and checks that a no-change rebuild writes nothing.
+//!
+//! `cargo bench --bench build_scale` for the full run; `-- --quick` for one pass on 100 and 1,000
+//! tools (what CI runs, to prove it works; CI does not judge its figures).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+const VERBS: [(&str, &str); 6] = [
+    ("list", "read"),
+    ("search", "read"),
+    ("get", "read"),
+    ("create", "write"),
+    ("update", "write"),
+    ("delete", "write"),
+];
+const GROUPS: [&str; 20] = [
+    "crm",
+    "billing",
+    "support",
+    "inventory",
+    "hr",
+    "fleet",
+    "docs",
+    "analytics",
+    "mail",
+    "chat",
+    "calendar",
+    "storage",
+    "auth",
+    "search",
+    "shop",
+    "ads",
+    "legal",
+    "devops",
+    "learning",
+    "travel",
+];
+const NOUNS: [&str; 12] = [
+    "contact", "invoice", "ticket", "item", "employee", "vehicle", "page", "report", "message",
+    "channel", "booking", "asset",
+];
+
+fn entity(i: usize) -> String {
+    format!("{}{}", NOUNS[i % NOUNS.len()], i / NOUNS.len())
+}
+
+fn description(verb: &str, ent: &str, group: &str, n: usize) -> String {
+    let mut d = format!(
+        "{} {ent} records in the {group} service. Use when the user asks about a {ent} by name or id; \
+         prefer the search variant when you only have words to match. Returns ids you can pass to \
+         the other {ent} tools. Do not call this in a loop: it accepts filters and paging. ",
+        match verb {
+            "list" => "List",
+            "search" => "Search",
+            "get" => "Get one of the",
+            "create" => "Create",
+            "update" => "Update",
+            _ => "Delete",
+        }
+    );
+    for k in 0..(n % 4) {
+        d.push_str(&format!(
+            "Note {k}: results are scoped to the caller's workspace and respect sharing rules. "
+        ));
+    }
+    d
+}
+
+fn schema(verb: &str, ent: &str, n: usize) -> serde_json::Value {
+    use serde_json::json;
+    let id = format!("{ent}_id");
+    let mut props = serde_json::Map::new();
+    let mut required = vec![];
+    if matches!(verb, "get" | "update" | "delete") {
+        props.insert(
+            id.clone(),
+            json!({"type": "string", "description": format!("{ent} id (UUID).")}),
+        );
+        required.push(id);
+    }
+    if verb == "search" {
+        props.insert(
+            "query".into(),
+            json!({"type": "string", "description": "Words to match.", "minLength": 1}),
+        );
+        required.push("query".into());
+    }
+    props.insert("state".into(), json!({"type": "string", "enum": ["draft", "active", "archived"], "description": "State filter or new state."}));
+    props.insert("limit".into(), json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 20, "description": "Page size."}));
+    if matches!(verb, "create" | "update") {
+        props.insert(
+            "title".into(),
+            json!({"type": "string", "description": "Display title.", "maxLength": 200}),
+        );
+        props.insert("owner".into(), json!({"type": "object", "description": "Who owns it.", "properties": {
+            "user_id": {"type": "string"}, "team": {"type": "string", "enum": ["a", "b", "c"]}}, "required": ["user_id"], "additionalProperties": false}));
+        props.insert("lines".into(), json!({"type": "array", "description": "Line items.", "items": {"type": "object", "properties": {
+            "sku": {"type": "string"}, "qty": {"type": "integer", "minimum": 1}, "price": {"type": ["number", "string"]}}, "required": ["sku"]}}));
+        props.insert(
+            "tags".into(),
+            json!({"type": "array", "items": {"type": "string"}, "description": "Labels."}),
+        );
+    }
+    if n % 5 == 0 {
+        props.insert("metadata".into(), json!({"type": "object", "additionalProperties": {"type": "string"}, "description": "Free-form metadata."}));
+    }
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+/// Writes a catalog of `n` tools (100 per file) and its overlay.
+fn write_catalog(dir: &Path, n: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    let per_group_entities = n.div_ceil(GROUPS.len() * VERBS.len());
+    let mut overlay = String::from("[registry]\nname = \"synthetic\"\n\n");
+    for g in GROUPS {
+        overlay.push_str(&format!("[groups.{g}]\nsummary = \"The {g} service.\"\n\n"));
+    }
+    overlay.push_str("[entities]\n");
+    for e in 0..per_group_entities {
+        let ent = entity(e);
+        overlay.push_str(&format!("{ent} = \"{ent}s\"\n"));
+    }
+    for g in GROUPS {
+        for (verb, kind) in VERBS {
+            let (pat, op) = if verb == "list" || verb == "search" {
+                (
+                    format!("{verb}_{g}_{{entities}}"),
+                    format!("{g}.{{entity}}.{verb}"),
+                )
+            } else {
+                (
+                    format!("{verb}_{g}_{{entity}}"),
+                    format!("{g}.{{entity}}.{verb}"),
+                )
+            };
+            overlay.push_str(&format!(
+                "\n[[rules]]\npattern = \"{pat}\"\nop = \"{op}\"\nkind = \"{kind}\"\n"
+            ));
+        }
+    }
+    std::fs::write(dir.join("toolreg.toml"), overlay).unwrap();
+    let mut tools = Vec::new();
+    'outer: for e in 0..per_group_entities {
+        for g in GROUPS {
+            for (verb, _) in VERBS {
+                if tools.len() == n {
+                    break 'outer;
+                }
+                let ent = entity(e);
+                let name = if verb == "list" || verb == "search" {
+                    format!("{verb}_{g}_{ent}s")
+                } else {
+                    format!("{verb}_{g}_{ent}")
+                };
+                let i = tools.len();
+                tools.push(serde_json::json!({"type": "function", "function": {
+                    "name": name, "description": description(verb, &ent, g, i), "parameters": schema(verb, &ent, i)}}));
+            }
+        }
+    }
+    for (k, chunk) in tools.chunks(100).enumerate() {
+        let text = serde_json::to_string_pretty(chunk).unwrap();
+        std::fs::write(dir.join(format!("tools-{k:04}.json")), text).unwrap();
+    }
+}
+
+/// Peak resident set size of this process, from /proc (Linux); 0 elsewhere.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Child mode: one build, then `written <n> peak_kib <k>` on stdout.
+fn child(defs: &Path, out: &Path) {
+    let g = toolreg::builder::generate(defs);
+    let files = g
+        .files
+        .unwrap_or_else(|| panic!("{}", g.compiled.diagnostics.render_text()));
+    let report = toolreg::output::write(out, &files, toolreg::output::Ownership::Folder).unwrap();
+    println!(
+        "written {} peak_kib {}",
+        report.written.len(),
+        peak_rss_kib()
+    );
+}
+
+struct Run {
+    secs: f64,
+    written: usize,
+    peak_kib: u64,
+}
+
+fn run_child(defs: &Path, out: &Path) -> Run {
+    let start = Instant::now();
+    let o = Command::new(std::env::current_exe().unwrap())
+        .arg("--child")
+        .arg(defs)
+        .arg(out)
+        .output()
+        .unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    Run {
+        secs,
+        written: words[1].parse().unwrap(),
+        peak_kib: words[3].parse().unwrap(),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--child") {
+        child(Path::new(&args[2]), Path::new(&args[3]));
+        return;
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let (sizes, reps): (&[usize], usize) = if quick {
+        (&[100, 1000], 1)
+    } else {
+        (&[100, 1000, 10_000], 5)
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    println!("toolreg build benchmark: registry only, child process per build, {reps} run(s) each, median");
+    println!(
+        "{:>7} {:>10} {:>12} {:>14} {:>10}",
+        "tools", "input MB", "build (s)", "no-change (s)", "peak MB"
+    );
+    let mut medians = Vec::new();
+    for &n in sizes {
+        let defs = tmp.path().join(format!("defs-{n}"));
+        write_catalog(&defs, n);
+        let input_mb = walkdir::WalkDir::new(&defs)
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum::<u64>() as f64
+            / 1e6;
+        let mut cold = Vec::new();
+        let mut warm = Vec::new();
+        let mut peak = 0;
+        for r in 0..reps {
+            let out = tmp.path().join(format!("out-{n}-{r}"));
+            let first = run_child(&defs, &out);
+            assert!(first.written > 0);
+            let again = run_child(&defs, &out);
+            assert_eq!(again.written, 0, "a no-change rebuild must write nothing");
+            cold.push(first.secs);
+            warm.push(again.secs);
+            peak = peak.max(first.peak_kib);
+        }
+        let m = median(cold);
+        medians.push((n, m));
+        println!(
+            "{n:>7} {input_mb:>10.1} {m:>12.3} {:>14.3} {:>10.1}",
+            median(warm),
+            peak as f64 / 1024.0
+        );
+    }
+    for w in medians.windows(2) {
+        let ((a, ta), (b, tb)) = (w[0], w[1]);
+        println!("growth {a} -> {b} tools ({}x): time x{:.1}", b / a, tb / ta);
+    }
+    println!("no-change rebuilds wrote 0 files");
+}

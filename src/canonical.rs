@@ -71,3 +71,103 @@ mod tests {
         );
     }
 }
+
+/// The registry as canonical JSON, serialized one op at a time so a 10,000-op registry is never
+/// held twice as a `serde_json::Value`. `Hashed` drops `registry_version` and every op's `source`
+/// and sorts keys everywhere; `Artifact` keeps them and keeps parameter schemas in declared order.
+pub enum RegistryForm {
+    Hashed,
+    Artifact,
+}
+
+pub struct CanonicalRegistry<'a> {
+    pub registry: &'a crate::registry::Registry,
+    pub form: RegistryForm,
+}
+
+impl serde::Serialize for CanonicalRegistry<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap};
+        let hashed = matches!(self.form, RegistryForm::Hashed);
+        let keep: &[&str] = if hashed { &[] } else { &["parameters_schema"] };
+        // Every top-level field but `ops`, as small values.
+        let mut top = serde_json::to_value(HeaderOf(self.registry)).map_err(S::Error::custom)?;
+        let top = top.as_object_mut().expect("the header is an object");
+        if hashed {
+            top.remove("registry_version");
+        }
+        let mut keys: Vec<String> = top.keys().cloned().chain(["ops".to_string()]).collect();
+        keys.sort();
+        let mut map = s.serialize_map(Some(keys.len()))?;
+        for k in &keys {
+            if k == "ops" {
+                map.serialize_entry(
+                    "ops",
+                    &Ops {
+                        registry: self.registry,
+                        keep,
+                        hashed,
+                    },
+                )?;
+            } else {
+                map.serialize_entry(k, &sort_keys(&top[k]))?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// The registry without its ops, for the header.
+struct HeaderOf<'a>(&'a crate::registry::Registry);
+
+impl serde::Serialize for HeaderOf<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let r = self.0;
+        // Destructured so a new Registry field fails to compile here until it is serialized.
+        let crate::registry::Registry {
+            name,
+            description,
+            generator,
+            format_version,
+            registry_version,
+            counts,
+            tree,
+            ops: _,
+        } = r;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("counts", counts)?;
+        if let Some(d) = description {
+            m.serialize_entry("description", d)?;
+        }
+        m.serialize_entry("format_version", format_version)?;
+        m.serialize_entry("generator", generator)?;
+        m.serialize_entry("name", name)?;
+        m.serialize_entry("registry_version", registry_version)?;
+        m.serialize_entry("tree", tree)?;
+        m.end()
+    }
+}
+
+struct Ops<'a> {
+    registry: &'a crate::registry::Registry,
+    keep: &'a [&'a str],
+    hashed: bool,
+}
+
+impl serde::Serialize for Ops<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap};
+        let mut map = s.serialize_map(Some(self.registry.ops.len()))?;
+        for (op, record) in &self.registry.ops {
+            let mut v = serde_json::to_value(record).map_err(S::Error::custom)?;
+            if self.hashed {
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("source");
+                }
+            }
+            map.serialize_entry(op, &sort_keys_except(&v, self.keep))?;
+        }
+        map.end()
+    }
+}

@@ -9,10 +9,10 @@ use crate::registry::{
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Builds the registry from tools that all classified without error.
-pub fn assemble(tools: &[Tool], loaded: &Loaded, overlay: &Overlay) -> Registry {
+pub fn assemble(tools: Vec<Tool>, loaded: &Loaded, overlay: &Overlay) -> Registry {
     let mut ops = BTreeMap::new();
     for t in tools {
-        let Some(class) = &t.class else { continue };
+        let Some(class) = t.class else { continue };
         let ov = overlay.ops.get(class.op.as_str());
         let mut tags: Vec<String> = ov.map(|o| o.tags.clone()).unwrap_or_default();
         tags.sort();
@@ -26,15 +26,15 @@ pub fn assemble(tools: &[Tool], loaded: &Loaded, overlay: &Overlay) -> Registry 
             .and_then(|o| o.summary.clone())
             .unwrap_or_else(|| super::enrich::summary(&t.raw.description));
         let record = OpRecord {
-            op: class.op.clone(),
-            tool_name: t.raw.name.clone(),
-            provider_name: t.provider_name.clone(),
-            description: t.raw.description.clone(),
+            op: class.op,
+            tool_name: t.raw.name,
+            provider_name: t.provider_name,
+            description: t.raw.description,
             summary,
-            parameters_schema: t.raw.parameters.clone(),
-            group: class.group.clone(),
-            entity: class.entity.clone(),
-            action: class.action.clone(),
+            parameters_schema: t.raw.parameters,
+            group: class.group,
+            entity: class.entity,
+            action: class.action,
             kind: t.kind,
             destructive: t.destructive,
             dry_run_default: ov.and_then(|o| o.dry_run_default).unwrap_or(false),
@@ -43,11 +43,11 @@ pub fn assemble(tools: &[Tool], loaded: &Loaded, overlay: &Overlay) -> Registry 
             aliases,
             examples: Vec::new(),
             policy: None,
-            annotations: t.raw.annotations.clone().filter(|a| !a.is_empty()),
+            annotations: t.raw.annotations.filter(|a| !a.is_empty()),
             source: Source {
                 file: loaded.files[t.raw.file].rel.clone(),
                 index: t.raw.index,
-                pointer: t.raw.pointer.clone(),
+                pointer: t.raw.pointer,
             },
         };
         ops.insert(record.op.clone(), record);

@@ -52,7 +52,9 @@ pub fn compile(definitions: &Path) -> Compiled {
     let mut diags = Diagnostics::default();
     let display = definitions.to_string_lossy().replace('\\', "/");
     let lo = overlay::load(definitions, &display, &mut diags);
-    let loaded = load::load(definitions, &mut diags);
+    let mut loaded = load::load(definitions, &mut diags);
+    // Moved out, not cloned: schemas are most of the memory a large catalog takes.
+    let raw_tools = std::mem::take(&mut loaded.tools);
     let mut inputs: Vec<PathBuf> = loaded.folders.clone();
     inputs.extend(loaded.paths.iter().cloned());
     if let Some(p) = lo.as_ref().and_then(|l| l.path.clone()) {
@@ -62,14 +64,12 @@ pub fn compile(definitions: &Path) -> Compiled {
 
     let registry = lo.and_then(|lo| {
         let classifier = Classifier::new(&lo, &mut diags);
-        let tools: Vec<Tool> = loaded
-            .tools
-            .iter()
-            .cloned()
+        let tools: Vec<Tool> = raw_tools
+            .into_iter()
             .map(|raw| analyze(raw, &loaded, &lo.overlay, &classifier, &mut diags))
             .collect();
         lint::check(&tools, &loaded, &lo, &classifier, &mut diags);
-        (!diags.has_errors()).then(|| ir::assemble(&tools, &loaded, &lo.overlay))
+        (!diags.has_errors()).then(|| ir::assemble(tools, &loaded, &lo.overlay))
     });
     locate(&mut diags, &loaded);
     diags.sort();
