@@ -52,26 +52,6 @@ pub fn to_hash_bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec(&sort_keys(v)).expect("JSON values always serialize")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn sorts_all_but_kept_subtrees() {
-        let v = json!({"b": 1, "a": {"z": 1, "y": 2}, "schema": {"z": 1, "y": 2}});
-        let s = to_pretty(&sort_keys_except(&v, &["schema"]));
-        assert_eq!(
-            s,
-            "{\n  \"a\": {\n    \"y\": 2,\n    \"z\": 1\n  },\n  \"b\": 1,\n  \"schema\": {\n    \"z\": 1,\n    \"y\": 2\n  }\n}\n"
-        );
-        assert_eq!(
-            to_hash_bytes(&v),
-            br#"{"a":{"y":2,"z":1},"b":1,"schema":{"y":2,"z":1}}"#
-        );
-    }
-}
-
 /// The registry as canonical JSON, serialized one op at a time so a 10,000-op registry is never
 /// held twice as a `serde_json::Value`. `Hashed` drops `registry_version` and every op's `source`
 /// and sorts keys everywhere; `Artifact` keeps them and keeps parameter schemas in declared order.
@@ -169,5 +149,25 @@ impl serde::Serialize for Ops<'_> {
             map.serialize_entry(op, &sort_keys_except(&v, self.keep))?;
         }
         map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sorts_all_but_kept_subtrees() {
+        let v = json!({"b": 1, "a": {"z": 1, "y": 2}, "schema": {"z": 1, "y": 2}});
+        let s = to_pretty(&sort_keys_except(&v, &["schema"]));
+        assert_eq!(
+            s,
+            "{\n  \"a\": {\n    \"y\": 2,\n    \"z\": 1\n  },\n  \"b\": 1,\n  \"schema\": {\n    \"z\": 1,\n    \"y\": 2\n  }\n}\n"
+        );
+        assert_eq!(
+            to_hash_bytes(&v),
+            br#"{"a":{"y":2,"z":1},"b":1,"schema":{"y":2,"z":1}}"#
+        );
     }
 }
