@@ -318,24 +318,32 @@ impl IntoIterator for Diagnostics {
     }
 }
 
-/// The closest candidate to `word` by normalized edit distance, if any is close enough to help.
+/// The closest candidate to `word`, if any is close enough to be a plausible typo.
 #[cfg(feature = "compiler")]
 pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    ranked(word, candidates, 1).into_iter().next()
+    ranked(word, candidates, 1, TYPO_SIMILARITY)
+        .into_iter()
+        .next()
 }
 
-/// Up to `n` candidates close to `word`, best first (Jaro-Winkler, ties by name).
+/// Jaro-Winkler similarity above which a candidate is offered as "did you mean".
+#[cfg(feature = "compiler")]
+pub const TYPO_SIMILARITY: f64 = 0.7;
+
+/// Up to `n` candidates at least `min_similarity` like `word`, best first (Jaro-Winkler, ties by
+/// name).
 #[cfg(feature = "compiler")]
 pub fn ranked<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
     n: usize,
+    min_similarity: f64,
 ) -> Vec<&'a str> {
     let lw = word.to_lowercase();
     let mut scored: Vec<(f64, &str)> = candidates
         .into_iter()
         .map(|c| (strsim::jaro_winkler(&lw, &c.to_lowercase()), c))
-        .filter(|(s, _)| *s >= 0.7)
+        .filter(|(s, _)| *s >= min_similarity)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
     scored.dedup_by(|a, b| a.1 == b.1);

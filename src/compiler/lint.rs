@@ -70,7 +70,8 @@ pub fn check(
 
         let Some(class) = &t.class else {
             let form = match_form(name);
-            let rules = ranked(&form, classifier.rule_patterns(), 3);
+            // Always name the closest rules, however far: they show what the overlay expects.
+            let rules = ranked(&form, classifier.rule_patterns(), 3, 0.0);
             let mut help = format!(
                 "add a special case under [special], e.g. `{name:?} = \"group.entity.action\"`"
             );

@@ -87,11 +87,14 @@ pub fn normalize_parameters(
             );
         }
     }
-    if let Some(Value::Object(top)) = Some(schema) {
+    // Providers want an explicit (empty) property list for tools without arguments.
+    if let Value::Object(top) = schema {
         if !top.contains_key("properties") && !top.contains_key("additionalProperties") {
-            // Keep providers happy: an explicit empty property list for no-argument tools.
-            let at = top.len();
-            top.shift_insert(at.min(1), "properties".into(), Value::Object(Map::new()));
+            top.shift_insert(
+                top.len().min(1),
+                "properties".into(),
+                Value::Object(Map::new()),
+            );
         }
     }
 }
