@@ -114,15 +114,21 @@ impl serde::Serialize for HeaderOf<'_> {
             counts,
             tree,
             ops: _,
+            profiles,
+            gateway,
+            budgets,
         } = r;
         let mut m = s.serialize_map(None)?;
+        m.serialize_entry("budgets", budgets)?;
         m.serialize_entry("counts", counts)?;
         if let Some(d) = description {
             m.serialize_entry("description", d)?;
         }
         m.serialize_entry("format_version", format_version)?;
+        m.serialize_entry("gateway", gateway)?;
         m.serialize_entry("generator", generator)?;
         m.serialize_entry("name", name)?;
+        m.serialize_entry("profiles", profiles)?;
         m.serialize_entry("registry_version", registry_version)?;
         m.serialize_entry("tree", tree)?;
         m.end()

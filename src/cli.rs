@@ -58,6 +58,14 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Print the policy drafted from an op's description, as overlay TOML to review and paste
+    Policy {
+        #[command(flatten)]
+        defs: Definitions,
+        /// The op (or tool name) whose description to draft from
+        #[arg(long, value_name = "OP")]
+        draft: String,
+    },
     /// Report diagnostics only; exit 1 when any is an error
     Lint {
         #[command(flatten)]
@@ -154,6 +162,41 @@ pub fn run() -> ExitCode {
                 Err(d) => {
                     show(&vec![*d].into(), format);
                     ExitCode::from(2)
+                }
+            }
+        }
+        Command::Policy { defs, draft } => {
+            let g = generate(&defs.definitions);
+            let Some(reg) = g.compiled.registry else {
+                show(&g.compiled.diagnostics, Format::Text);
+                return ExitCode::from(2);
+            };
+            let record = reg.ops.get(&draft).or_else(|| reg.op_by_tool_name(&draft));
+            let Some(record) = record else {
+                let near = toolreg::diag::nearest(&draft, reg.ops.keys().map(String::as_str));
+                eprintln!("error: `{draft}` is not an op or tool name");
+                if let Some(n) = near {
+                    eprintln!("   = help: did you mean `{n}`?");
+                }
+                return ExitCode::from(2);
+            };
+            let display = defs.definitions.to_string_lossy();
+            let mut diags = Diagnostics::default();
+            let cues = toolreg::compiler::overlay::load(&defs.definitions, &display, &mut diags)
+                .map(|lo| lo.overlay.policy_cues)
+                .unwrap_or_default();
+            match toolreg::compiler::policy::draft(&record.description, &cues) {
+                Some(spec) => {
+                    print!(
+                        "{}",
+                        toolreg::compiler::policy::as_overlay_toml(&record.op, &spec)
+                    );
+                    ExitCode::SUCCESS
+                }
+                None => {
+                    eprintln!("no policy cues found in the description of `{}`", record.op);
+                    eprintln!("   = help: write [ops.\"{}\".policy] by hand, or add cue phrases under [policy_cues]", record.op);
+                    ExitCode::SUCCESS
                 }
             }
         }

@@ -76,7 +76,18 @@ codes! {
     RequiredMissing = "TR034", Warning, "`required` names a property that does not exist";
     TopLevelType = "TR035", Warning, "the parameters schema had no top-level `type: object`";
     ArrayWithoutItems = "TR036", Warning, "an array schema has no `items`";
-    BadSchema = "TR037", Error, "the parameters schema cannot be used";
+    BadSchema = "TR037", Error, "the parameters schema is not valid JSON Schema";
+    // Enrichment: examples, policies, profiles.
+    InvalidExample = "TR040", Error, "an example in the overlay does not validate against its op's schema";
+    NoExample = "TR041", Warning, "no valid minimal call could be synthesized for an op";
+    UnknownProfileOp = "TR042", Error, "a profile names an op that does not exist";
+    EmptyGlob = "TR043", Warning, "a profile pattern matches no op";
+    // Provider lints on the model-facing surfaces.
+    SurfaceNotObject = "TR060", Error, "a surface tool's parameters are not `type: object` at the top";
+    SurfaceCombinator = "TR061", Error, "a surface tool's parameters use a top-level oneOf/anyOf/allOf/enum/not";
+    SurfaceName = "TR062", Error, "a surface tool name is not valid for providers";
+    OpenParameters = "TR063", Warning, "a tool's parameters do not set `additionalProperties: false`";
+    OverBudget = "TR064", Warning, "a tool, profile or gateway exceeds its token budget";
     // Writing output.
     OutputIo = "TR050", Error, "the output folder could not be written";
     OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";
@@ -319,7 +330,6 @@ impl IntoIterator for Diagnostics {
 }
 
 /// The closest candidate to `word`, if any is close enough to be a plausible typo.
-#[cfg(feature = "compiler")]
 pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     ranked(word, candidates, 1, TYPO_SIMILARITY)
         .into_iter()
@@ -327,12 +337,10 @@ pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 }
 
 /// Jaro-Winkler similarity above which a candidate is offered as "did you mean".
-#[cfg(feature = "compiler")]
 pub const TYPO_SIMILARITY: f64 = 0.7;
 
 /// Up to `n` candidates at least `min_similarity` like `word`, best first (Jaro-Winkler, ties by
 /// name).
-#[cfg(feature = "compiler")]
 pub fn ranked<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,

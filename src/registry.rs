@@ -77,20 +77,52 @@ pub struct Source {
     pub pointer: String,
 }
 
-/// A worked call: what it does and the arguments.
+/// Where a piece of guidance came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Written in the overlay.
+    Overlay,
+    /// Derived by toolreg (a synthesized call, a drafted policy).
+    Derived,
+}
+
+/// A worked call: what it does and the arguments. Every example validates against its op's
+/// schema (checked at build time).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Example {
     pub description: String,
     pub args: Value,
+    pub origin: Origin,
 }
 
 /// Structured guidance drafted from a description or authored in the overlay.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     #[serde(rename = "do")]
     pub do_: Vec<String>,
     pub dont: Vec<String>,
     pub edge_cases: Vec<String>,
+    pub origin: Origin,
+}
+
+/// One top-level argument, for help pages, usage lines and docs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Arg {
+    pub name: String,
+    /// Display type: `string`, `integer`, `string|number`, `array<string>`, `object`, `any`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    #[serde(default, rename = "enum", skip_serializing_if = "Option::is_none")]
+    pub enum_: Option<Vec<Value>>,
+    /// `min..max` for numbers, when the schema bounds them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
 }
 
 /// One op: a classified, normalized tool (seed 000 section 5.3 plus toolreg's fields).
@@ -118,6 +150,14 @@ pub struct OpRecord {
     pub hidden: bool,
     pub tags: Vec<String>,
     pub aliases: Vec<String>,
+    /// Top-level arguments in declared order.
+    pub args: Vec<Arg>,
+    /// Required arguments, in declared order.
+    pub required_args: Vec<String>,
+    /// Arguments that take ids of other records (`task_id`, `document_ids`).
+    pub id_args: Vec<String>,
+    /// Ops to call first to find the required ids, then this op; empty when none are needed.
+    pub id_discovery: Vec<String>,
     pub examples: Vec<Example>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
@@ -158,6 +198,48 @@ pub struct Counts {
     pub hidden: usize,
 }
 
+/// A per-context subset of ops (a "profile"): the direct tool definitions a model gets for one
+/// kind of conversation. `core` ops keep their full description; the rest are deferred (one-line
+/// summary plus a pointer to their help path).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Selected ops, sorted.
+    pub ops: Vec<String>,
+    /// The subset of `ops` that keeps full descriptions, sorted.
+    pub core: Vec<String>,
+}
+
+/// Names of the gateway tools the model sees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayNames {
+    pub help: String,
+    pub exec: String,
+    pub search: String,
+}
+
+impl Default for GatewayNames {
+    fn default() -> Self {
+        GatewayNames {
+            help: "tool_help".into(),
+            exec: "tool_exec".into(),
+            search: "tool_search".into(),
+        }
+    }
+}
+
+/// Size budgets in o200k tokens; exceeding one is a warning.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budgets {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_tokens: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_tokens: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_tokens: Option<usize>,
+}
+
 /// The whole registry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Registry {
@@ -173,6 +255,9 @@ pub struct Registry {
     /// group -> entity -> ops.
     pub tree: BTreeMap<String, GroupNode>,
     pub ops: BTreeMap<String, OpRecord>,
+    pub profiles: BTreeMap<String, Profile>,
+    pub gateway: GatewayNames,
+    pub budgets: Budgets,
 }
 
 /// Why a registry could not be loaded.

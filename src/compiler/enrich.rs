@@ -87,6 +87,96 @@ pub fn summary(description: &str) -> String {
     format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
+/// Display type of a schema: `string`, `integer`, `string|number`, `array<string>`, `any`.
+pub fn display_type(schema: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let base = match schema.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ => {
+            for key in ["anyOf", "oneOf"] {
+                if let Some(vs) = schema.get(key).and_then(Value::as_array) {
+                    let parts: Vec<String> = vs.iter().map(display_type).collect();
+                    return parts.join("|");
+                }
+            }
+            if schema.get("$ref").is_some() {
+                return "object".into();
+            }
+            if schema.get("enum").is_some() {
+                return "enum".into();
+            }
+            "any".into()
+        }
+    };
+    if base == "array" {
+        if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+            return format!("array<{}>", display_type(items));
+        }
+    }
+    base
+}
+
+/// The top-level argument table, in declared order.
+pub fn args(schema: &serde_json::Value) -> Vec<crate::registry::Arg> {
+    use serde_json::Value;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, s)| {
+            let num = |k: &str| s.get(k).and_then(Value::as_f64).map(|n| n.to_string());
+            let range = match (num("minimum"), num("maximum")) {
+                (None, None) => None,
+                (lo, hi) => Some(format!(
+                    "{}..{}",
+                    lo.unwrap_or_default(),
+                    hi.unwrap_or_default()
+                )),
+            };
+            crate::registry::Arg {
+                name: name.clone(),
+                type_: display_type(s),
+                required: required.contains(&name.as_str()),
+                default: s.get("default").cloned(),
+                enum_: s.get("enum").and_then(Value::as_array).cloned(),
+                range,
+                description: s
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Arguments that carry ids of records: `id`, `*_id`, `*_ids`.
+pub fn id_args(args: &[crate::registry::Arg]) -> Vec<String> {
+    args.iter()
+        .filter(|a| a.name == "id" || a.name.ends_with("_id") || a.name.ends_with("_ids"))
+        .map(|a| a.name.clone())
+        .collect()
+}
+
+/// The entity an id argument refers to (`task_id` -> `task`, `document_ids` -> `document`).
+pub fn id_entity(arg: &str) -> Option<&str> {
+    arg.strip_suffix("_ids")
+        .or_else(|| arg.strip_suffix("_id"))
+        .filter(|e| !e.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

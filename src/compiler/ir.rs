@@ -1,18 +1,32 @@
 //! Registry IR assembly: classified tools + overlay -> [`Registry`], then stamped.
 
+use super::enrich;
+use super::examples;
 use super::load::Loaded;
-use super::overlay::Overlay;
+use super::overlay::{LoadedOverlay, Overlay};
+use super::policy;
 use super::Tool;
+use crate::diag::{Code, Diagnostic, Diagnostics, Location};
 use crate::registry::{
-    Counts, EntityNode, GroupNode, Kind, OpRecord, Registry, Source, FORMAT_VERSION, GENERATOR,
+    Budgets, Counts, EntityNode, Example, GatewayNames, GroupNode, Kind, OpRecord, Origin, Policy,
+    Profile, Registry, Source, FORMAT_VERSION, GENERATOR,
 };
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Builds the registry from tools that all classified without error.
-pub fn assemble(tools: Vec<Tool>, loaded: &Loaded, overlay: &Overlay) -> Registry {
+/// Builds the registry from tools that all classified without error. Findings on examples and
+/// profiles go to `diags`; the caller discards the registry if any is an error.
+pub fn assemble(
+    tools: Vec<Tool>,
+    loaded: &Loaded,
+    lo: &LoadedOverlay,
+    diags: &mut Diagnostics,
+) -> Registry {
+    let overlay = &lo.overlay;
     let mut ops = BTreeMap::new();
     for t in tools {
         let Some(class) = t.class else { continue };
+        let params_loc = loaded.loc(t.raw.file, t.raw.parameters_pointer.clone());
         let ov = overlay.ops.get(class.op.as_str());
         let mut tags: Vec<String> = ov.map(|o| o.tags.clone()).unwrap_or_default();
         tags.sort();
@@ -24,7 +38,27 @@ pub fn assemble(tools: Vec<Tool>, loaded: &Loaded, overlay: &Overlay) -> Registr
         aliases.dedup();
         let summary = ov
             .and_then(|o| o.summary.clone())
-            .unwrap_or_else(|| super::enrich::summary(&t.raw.description));
+            .unwrap_or_else(|| enrich::summary(&t.raw.description));
+        let args = enrich::args(&t.raw.parameters);
+        let required_args = args
+            .iter()
+            .filter(|a| a.required)
+            .map(|a| a.name.clone())
+            .collect();
+        let id_args = enrich::id_args(&args);
+        let policy = match ov.and_then(|o| o.policy.clone()) {
+            Some(p) => Some((p, Origin::Overlay)),
+            None => policy::draft(&t.raw.description, &overlay.policy_cues)
+                .filter(policy::substantial)
+                .map(|p| (p, Origin::Derived)),
+        }
+        .map(|(p, origin)| Policy {
+            do_: p.do_,
+            dont: p.dont,
+            edge_cases: p.edge_cases,
+            origin,
+        });
+        let examples = op_examples(&class.op, &t.raw.parameters, ov, lo, params_loc, diags);
         let record = OpRecord {
             op: class.op,
             tool_name: t.raw.name,
@@ -41,8 +75,12 @@ pub fn assemble(tools: Vec<Tool>, loaded: &Loaded, overlay: &Overlay) -> Registr
             hidden: ov.and_then(|o| o.hidden).unwrap_or(false),
             tags,
             aliases,
-            examples: Vec::new(),
-            policy: None,
+            args,
+            required_args,
+            id_args,
+            id_discovery: Vec::new(),
+            examples,
+            policy,
             annotations: t.raw.annotations.filter(|a| !a.is_empty()),
             source: Source {
                 file: loaded.files[t.raw.file].rel.clone(),
@@ -52,6 +90,9 @@ pub fn assemble(tools: Vec<Tool>, loaded: &Loaded, overlay: &Overlay) -> Registr
         };
         ops.insert(record.op.clone(), record);
     }
+
+    add_id_discovery(&mut ops);
+    let profiles = profiles(&ops, lo, diags);
 
     let mut tree: BTreeMap<String, GroupNode> = BTreeMap::new();
     for rec in ops.values() {
@@ -105,7 +146,266 @@ pub fn assemble(tools: Vec<Tool>, loaded: &Loaded, overlay: &Overlay) -> Registr
         counts,
         tree,
         ops,
+        profiles,
+        gateway: gateway_names(overlay),
+        budgets: Budgets {
+            tool_tokens: overlay.budgets.tool_tokens,
+            profile_tokens: overlay.budgets.profile_tokens,
+            gateway_tokens: overlay.budgets.gateway_tokens,
+        },
     };
     reg.registry_version = super::stamp::registry_version(&reg);
     reg
+}
+
+fn gateway_names(overlay: &Overlay) -> GatewayNames {
+    let d = GatewayNames::default();
+    let g = &overlay.gateway;
+    GatewayNames {
+        help: g.help.clone().unwrap_or(d.help),
+        exec: g.exec.clone().unwrap_or(d.exec),
+        search: g.search.clone().unwrap_or(d.search),
+    }
+}
+
+/// Authored examples (each validated; an invalid one is an error naming the field), else one
+/// synthesized minimal call (validated too; if none validates, a warning and no example).
+fn op_examples(
+    op: &str,
+    schema: &Value,
+    ov: Option<&super::overlay::OpOverride>,
+    lo: &LoadedOverlay,
+    params_loc: Location,
+    diags: &mut Diagnostics,
+) -> Vec<Example> {
+    let authored = ov.map(|o| &o.examples[..]).unwrap_or_default();
+    let check = |args: &Value, diags: &mut Diagnostics| -> Option<Vec<examples::Invalid>> {
+        match examples::validate(schema, args) {
+            Ok(errs) => Some(errs),
+            Err(e) => {
+                diags.push(
+                    Diagnostic::new(
+                        Code::BadSchema,
+                        format!("the parameters schema of `{op}` is not valid JSON Schema: {e}"),
+                    )
+                    .at(params_loc.clone())
+                    .help("fix the schema; toolreg cannot validate calls against it"),
+                );
+                None
+            }
+        }
+    };
+    if !authored.is_empty() {
+        let mut out = Vec::new();
+        for ex in authored {
+            let spec = ex.get_ref();
+            let Some(errs) = check(&spec.args, diags) else {
+                return Vec::new();
+            };
+            if errs.is_empty() {
+                out.push(Example {
+                    description: spec.description.trim().to_string(),
+                    args: spec.args.clone(),
+                    origin: Origin::Overlay,
+                });
+            }
+            for e in errs {
+                let field = if e.pointer.is_empty() {
+                    "the arguments".to_string()
+                } else {
+                    format!("`{}`", e.pointer)
+                };
+                diags.push(
+                    Diagnostic::new(Code::InvalidExample, format!("example \"{}\" of `{op}`: {field}: {}", spec.description.trim(), e.message))
+                        .at(lo.loc(ex.span()))
+                        .help("fix the example's args to match the op's schema: every example is shown to models as a call to copy"),
+                );
+            }
+        }
+        return out;
+    }
+    let args = examples::synthesize(schema);
+    match check(&args, diags) {
+        Some(errs) if errs.is_empty() => vec![Example {
+            description: if args.as_object().is_some_and(|a| a.is_empty()) {
+                "Call with no arguments.".into()
+            } else {
+                "Minimal call: required arguments only, with placeholders to replace.".into()
+            },
+            args,
+            origin: Origin::Derived,
+        }],
+        Some(errs) => {
+            let why: Vec<String> = errs
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{}: {}",
+                        if e.pointer.is_empty() {
+                            "/"
+                        } else {
+                            &e.pointer
+                        },
+                        e.message
+                    )
+                })
+                .collect();
+            diags.push(
+                Diagnostic::new(
+                    Code::NoExample,
+                    format!(
+                        "no valid minimal call could be synthesized for `{op}` ({})",
+                        why.join("; ")
+                    ),
+                )
+                .at(params_loc)
+                .help(format!(
+                    "add an example under [[ops.\"{op}\".examples]] with `description` and `args`"
+                )),
+            );
+            Vec::new()
+        }
+        None => Vec::new(),
+    }
+}
+
+/// For each op with required id arguments, the ops that find those ids (the entity's search op,
+/// else its list op, in the same group), then the op itself.
+fn add_id_discovery(ops: &mut BTreeMap<String, OpRecord>) {
+    let finder = |ops: &BTreeMap<String, OpRecord>, group: &str, entity: &str| -> Option<String> {
+        let of = |action: &str| {
+            ops.values()
+                .find(|r| {
+                    r.group == group
+                        && r.entity.as_deref() == Some(entity)
+                        && r.action == action
+                        && !r.hidden
+                })
+                .map(|r| r.op.clone())
+        };
+        of("search").or_else(|| of("list"))
+    };
+    let plan: Vec<(String, Vec<String>)> = ops
+        .values()
+        .map(|r| {
+            let mut steps: Vec<String> = r
+                .id_args
+                .iter()
+                .filter(|a| r.required_args.contains(a))
+                .filter_map(|a| enrich::id_entity(a))
+                .filter_map(|e| finder(ops, &r.group, e))
+                .filter(|f| *f != r.op)
+                .collect();
+            steps.dedup();
+            if !steps.is_empty() {
+                steps.push(r.op.clone());
+            }
+            (r.op.clone(), steps)
+        })
+        .collect();
+    for (op, steps) in plan {
+        ops.get_mut(&op).expect("op exists").id_discovery = steps;
+    }
+}
+
+/// Whether `op` matches a profile pattern: an exact op or a glob with `*` (any characters).
+pub fn glob_match(pattern: &str, op: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == op;
+    }
+    let mut rest = op;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(part) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+fn profiles(
+    ops: &BTreeMap<String, OpRecord>,
+    lo: &LoadedOverlay,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, Profile> {
+    let mut out = BTreeMap::new();
+    for (name, spec) in &lo.overlay.profiles {
+        let select =
+            |patterns: &[String], what: &str, diags: &mut Diagnostics| -> BTreeSet<String> {
+                let mut chosen = BTreeSet::new();
+                for p in patterns {
+                    let hits: Vec<&String> = ops.keys().filter(|op| glob_match(p, op)).collect();
+                    if hits.is_empty() {
+                        let (code, msg) = if p.contains('*') {
+                            (
+                                Code::EmptyGlob,
+                                format!(
+                                    "pattern `{p}` in {what} of profile `{}` matches no op",
+                                    name.get_ref()
+                                ),
+                            )
+                        } else {
+                            (
+                                Code::UnknownProfileOp,
+                                format!(
+                                    "profile `{}` lists `{p}` in {what}, which is not an op",
+                                    name.get_ref()
+                                ),
+                            )
+                        };
+                        let near = crate::diag::nearest(p, ops.keys().map(String::as_str));
+                        diags.push(Diagnostic::new(code, msg).at(lo.loc(name.span())).help(
+                            near.map_or("check the op names in registry.json".to_string(), |n| {
+                                format!("did you mean `{n}`?")
+                            }),
+                        ));
+                    }
+                    chosen.extend(hits.into_iter().cloned());
+                }
+                chosen
+            };
+        let mut selected = select(&spec.ops, "`ops`", diags);
+        if !spec.kinds.is_empty() {
+            selected.retain(|op| spec.kinds.contains(&ops[op].kind));
+        }
+        selected.retain(|op| !ops[op].hidden);
+        let core: BTreeSet<String> = select(&spec.core, "`core`", diags)
+            .intersection(&selected)
+            .cloned()
+            .collect();
+        out.insert(
+            name.get_ref().clone(),
+            Profile {
+                description: spec.description.clone(),
+                ops: selected.into_iter().collect(),
+                core: core.into_iter().collect(),
+            },
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("onto.task.*", "onto.task.list"));
+        assert!(glob_match("onto.*.get", "onto.task.get"));
+        assert!(!glob_match("onto.*.get", "onto.task.list"));
+        assert!(glob_match("*", "x.y"));
+        assert!(glob_match("onto.task.list", "onto.task.list"));
+        assert!(!glob_match("onto.task", "onto.task.list"));
+    }
 }

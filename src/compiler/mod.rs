@@ -8,11 +8,13 @@
 
 pub mod classify;
 pub mod enrich;
+pub mod examples;
 pub mod ir;
 pub mod lint;
 pub mod load;
 pub mod normalize;
 pub mod overlay;
+pub mod policy;
 pub mod source;
 pub mod stamp;
 
@@ -69,7 +71,11 @@ pub fn compile(definitions: &Path) -> Compiled {
             .map(|raw| analyze(raw, &loaded, &lo.overlay, &classifier, &mut diags))
             .collect();
         lint::check(&tools, &loaded, &lo, &classifier, &mut diags);
-        (!diags.has_errors()).then(|| ir::assemble(tools, &loaded, &lo.overlay))
+        if diags.has_errors() {
+            return None;
+        }
+        let registry = ir::assemble(tools, &loaded, &lo, &mut diags);
+        (!diags.has_errors()).then_some(registry)
     });
     locate(&mut diags, &loaded);
     diags.sort();

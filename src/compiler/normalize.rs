@@ -64,28 +64,15 @@ pub fn normalize_parameters(
     let mut n = Normalizer { tool, loc, diags };
     n.node(schema, base);
     let Value::Object(top) = schema else { return };
-    match top.get("type") {
-        None => {
-            top.shift_insert(0, "type".into(), Value::String("object".into()));
-            n.warn(
-                Code::TopLevelType,
-                base,
-                format!("parameters of `{tool}` have no top-level `type`; set to `object`"),
-                "providers require `\"type\": \"object\"` at the top of a tool's parameters",
-            );
-        }
-        Some(Value::String(t)) if t == "object" => {}
-        Some(other) => {
-            let found = other.to_string();
-            n.diags.push(
-                Diagnostic::new(
-                    Code::BadSchema,
-                    format!("parameters of `{tool}` have top-level type {found}, not `object`"),
-                )
-                .at((n.loc)(format!("{base}/type")))
-                .help("wrap the value in an object property, e.g. {\"type\":\"object\",\"properties\":{\"value\":{...}}}"),
-            );
-        }
+    // Any other top-level type is left for the provider lints (TR060) to report per surface.
+    if !top.contains_key("type") {
+        top.shift_insert(0, "type".into(), Value::String("object".into()));
+        n.warn(
+            Code::TopLevelType,
+            base,
+            format!("parameters of `{tool}` have no top-level `type`; set to `object`"),
+            "providers require `\"type\": \"object\"` at the top of a tool's parameters",
+        );
     }
     // Providers want an explicit (empty) property list for tools without arguments.
     if let Value::Object(top) = schema {

@@ -27,13 +27,13 @@ pub struct Overlay {
     pub groups: BTreeMap<Spanned<String>, GroupSpec>,
     /// Singular -> plural (or a table with `plural` and `summary`).
     #[serde(default)]
-    pub entities: BTreeMap<Spanned<String>, EntitySpec>,
+    pub entities: BTreeMap<Spanned<String>, EntityEntry>,
     /// Ordered pattern rules; the first that matches wins.
     #[serde(default)]
     pub rules: Vec<Spanned<Rule>>,
     /// Exact tool name -> op (or a table with `op`, `kind`, `destructive`). Checked first.
     #[serde(default)]
-    pub special: BTreeMap<Spanned<String>, SpecialCase>,
+    pub special: BTreeMap<Spanned<String>, SpecialEntry>,
     /// Takes names no special case or rule takes, with a warning.
     #[serde(default)]
     pub fallback: Option<Spanned<Fallback>>,
@@ -43,6 +43,106 @@ pub struct Overlay {
     /// Generic verb lists used when no rule or override says kind/destructive.
     #[serde(default)]
     pub classify: ClassifySettings,
+    /// Phrases that cue policy items when drafting a policy from a description.
+    #[serde(default)]
+    pub policy_cues: PolicyCues,
+    /// Per-context subsets of ops, emitted as typed tool lists.
+    #[serde(default)]
+    pub profiles: BTreeMap<Spanned<String>, ProfileSpec>,
+    /// Size budgets (o200k tokens) for surfaces.
+    #[serde(default)]
+    pub budgets: BudgetSpec,
+    /// Names of the gateway tools.
+    #[serde(default)]
+    pub gateway: GatewaySpec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyCues {
+    #[serde(rename = "do", default = "default_do_cues")]
+    pub do_: Vec<String>,
+    #[serde(default = "default_dont_cues")]
+    pub dont: Vec<String>,
+    #[serde(default = "default_edge_cues")]
+    pub edge_cases: Vec<String>,
+}
+
+impl Default for PolicyCues {
+    fn default() -> Self {
+        PolicyCues {
+            do_: default_do_cues(),
+            dont: default_dont_cues(),
+            edge_cases: default_edge_cues(),
+        }
+    }
+}
+
+fn phrases(list: &str) -> Vec<String> {
+    list.split('|').map(str::to_owned).collect()
+}
+
+fn default_do_cues() -> Vec<String> {
+    phrases("Use when|Use this when|Use for|Use this to|Use after|Use before|Only when|Call this when|Prefer this|Start here")
+}
+
+fn default_dont_cues() -> Vec<String> {
+    phrases("Do not|Don't|Never|Avoid|Must not|Should not")
+}
+
+fn default_edge_cues() -> Vec<String> {
+    phrases("If ambiguous|If unsure|If unclear|If the user|If you are not sure|Edge case|Unless")
+}
+
+/// An authored policy, replacing the drafted one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    #[serde(rename = "do", default)]
+    pub do_: Vec<String>,
+    #[serde(default)]
+    pub dont: Vec<String>,
+    #[serde(default)]
+    pub edge_cases: Vec<String>,
+}
+
+/// An authored example call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExampleSpec {
+    pub description: String,
+    pub args: serde_json::Value,
+}
+
+/// A profile: ops selected by name or glob (`onto.task.*`), optionally filtered by kind.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSpec {
+    pub description: Option<String>,
+    #[serde(default)]
+    pub ops: Vec<String>,
+    /// Only ops of these kinds (default: both).
+    #[serde(default)]
+    pub kinds: Vec<Kind>,
+    /// Ops (names or globs) that keep their full description; the rest are deferred.
+    #[serde(default)]
+    pub core: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSpec {
+    pub tool_tokens: Option<usize>,
+    pub profile_tokens: Option<usize>,
+    pub gateway_tokens: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewaySpec {
+    pub help: Option<String>,
+    pub exec: Option<String>,
+    pub search: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -124,6 +224,11 @@ pub struct OpOverride {
     pub tags: Vec<String>,
     #[serde(default)]
     pub aliases: Vec<Spanned<String>>,
+    /// Replaces the policy drafted from the description.
+    pub policy: Option<PolicySpec>,
+    /// Replace the synthesized example.
+    #[serde(default)]
+    pub examples: Vec<Spanned<ExampleSpec>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -192,7 +297,15 @@ where
 }
 
 /// Entity vocabulary entry as written: `task = "tasks"` or a table.
-struct EntityEntry(EntitySpec);
+#[derive(Debug)]
+pub struct EntityEntry(pub EntitySpec);
+
+impl std::ops::Deref for EntityEntry {
+    type Target = EntitySpec;
+    fn deref(&self) -> &EntitySpec {
+        &self.0
+    }
+}
 
 impl<'de> Deserialize<'de> for EntityEntry {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -236,9 +349,9 @@ pub fn load(dir: &Path, display_dir: &str, diags: &mut Diagnostics) -> Option<Lo
             return None;
         }
     };
-    match toml::from_str::<RawOverlay>(&text) {
-        Ok(raw) => Some(LoadedOverlay {
-            overlay: raw.into(),
+    match toml::from_str::<Overlay>(&text) {
+        Ok(overlay) => Some(LoadedOverlay {
+            overlay,
             display,
             text,
             path: Some(path),
@@ -272,48 +385,20 @@ impl LoadedOverlay {
     }
 }
 
-// The on-disk form; converted into `Overlay` after the string-or-table entries are unwrapped.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOverlay {
-    #[serde(default)]
-    registry: RegistryMeta,
-    #[serde(default)]
-    groups: BTreeMap<Spanned<String>, GroupSpec>,
-    #[serde(default)]
-    entities: BTreeMap<Spanned<String>, EntityEntry>,
-    #[serde(default)]
-    rules: Vec<Spanned<Rule>>,
-    #[serde(default)]
-    special: BTreeMap<Spanned<String>, RawSpecial>,
-    #[serde(default)]
-    fallback: Option<Spanned<Fallback>>,
-    #[serde(default)]
-    ops: BTreeMap<Spanned<String>, OpOverride>,
-    #[serde(default)]
-    classify: ClassifySettings,
-}
+/// Special case as written: `name = "op"` or a table.
+#[derive(Debug)]
+pub struct SpecialEntry(pub SpecialCase);
 
-struct RawSpecial(SpecialCase);
-
-impl<'de> Deserialize<'de> for RawSpecial {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        string_or_table::<SpecialCase, String, D>(d).map(RawSpecial)
+impl std::ops::Deref for SpecialEntry {
+    type Target = SpecialCase;
+    fn deref(&self) -> &SpecialCase {
+        &self.0
     }
 }
 
-impl From<RawOverlay> for Overlay {
-    fn from(r: RawOverlay) -> Self {
-        Overlay {
-            registry: r.registry,
-            groups: r.groups,
-            entities: r.entities.into_iter().map(|(k, v)| (k, v.0)).collect(),
-            rules: r.rules,
-            special: r.special.into_iter().map(|(k, v)| (k, v.0)).collect(),
-            fallback: r.fallback,
-            ops: r.ops,
-            classify: r.classify,
-        }
+impl<'de> Deserialize<'de> for SpecialEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        string_or_table::<SpecialCase, String, D>(d).map(SpecialEntry)
     }
 }
 
