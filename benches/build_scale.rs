@@ -186,7 +186,7 @@ fn peak_rss_kib() -> u64 {
 
 /// Child mode: one build, then `written <n> peak_kib <k>` on stdout.
 fn child(defs: &Path, out: &Path) {
-    let g = toolreg::builder::generate(defs);
+    let g = toolreg::builder::generate(defs, &[toolreg::emit::Emitter::Registry]);
     let files = g
         .files
         .unwrap_or_else(|| panic!("{}", g.compiled.diagnostics.render_text()));

@@ -14,7 +14,7 @@
 
 use crate::compiler::{compile, Compiled};
 use crate::diag::{Diagnostic, Diagnostics, Severity};
-use crate::emit::{emit_all, FileMap};
+use crate::emit::{Emitter, FileMap};
 use crate::output::{self, Ownership, WriteReport};
 use crate::registry::Registry;
 use std::fmt;
@@ -27,10 +27,13 @@ pub struct Generated {
     pub files: Option<FileMap>,
 }
 
-/// Compiles a definitions folder and renders every artifact, writing nothing.
-pub fn generate(definitions: &Path) -> Generated {
+/// Compiles a definitions folder and renders the chosen artifacts, writing nothing.
+pub fn generate(definitions: &Path, emitters: &[Emitter]) -> Generated {
     let compiled = compile(definitions);
-    let files = compiled.registry.as_ref().map(emit_all);
+    let files = compiled
+        .registry
+        .as_ref()
+        .map(|r| crate::emit::emit(r, emitters));
     Generated { compiled, files }
 }
 
@@ -40,6 +43,7 @@ pub struct Builder {
     definitions: PathBuf,
     out_dir: Option<PathBuf>,
     cargo_metadata: bool,
+    emitters: Vec<Emitter>,
 }
 
 impl Default for Builder {
@@ -92,7 +96,14 @@ impl Builder {
             definitions: PathBuf::from("definitions"),
             out_dir: None,
             cargo_metadata: true,
+            emitters: Emitter::ALL.to_vec(),
         }
+    }
+
+    /// Which artifacts to write (default: all).
+    pub fn emit(mut self, emitters: &[Emitter]) -> Self {
+        self.emitters = emitters.to_vec();
+        self
     }
 
     /// The definitions folder (relative to the package root when run from build.rs).
@@ -130,7 +141,7 @@ impl Builder {
                 return Err(self.fail(vec![d].into()));
             }
         };
-        let generated = generate(&self.definitions);
+        let generated = generate(&self.definitions, &self.emitters);
         if self.cargo_metadata {
             // Always watch the definitions folder itself, so a missing overlay or a new file is
             // picked up; never print a path that does not exist.

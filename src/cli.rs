@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use toolreg::builder::generate;
 use toolreg::diag::Diagnostics;
+use toolreg::emit::Emitter;
 use toolreg::output::{self, Ownership};
 
 #[derive(Parser)]
@@ -34,6 +35,29 @@ struct Out {
     /// Output folder (toolreg owns it: stale files in it are removed)
     #[arg(long, short = 'o', value_name = "DIR", default_value = "generated")]
     out: PathBuf,
+    /// Artifacts to write, comma-separated: registry, help, surfaces, report (default: all)
+    #[arg(long, value_delimiter = ',', value_parser = parse_emitter, value_name = "LIST")]
+    emit: Vec<Emitter>,
+}
+
+impl Out {
+    fn emitters(&self) -> Vec<Emitter> {
+        if self.emit.is_empty() {
+            Emitter::ALL.to_vec()
+        } else {
+            let mut e = self.emit.clone();
+            e.sort();
+            e.dedup();
+            e
+        }
+    }
+}
+
+fn parse_emitter(s: &str) -> Result<Emitter, String> {
+    Emitter::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = Emitter::ALL.iter().map(|e| e.name()).collect();
+        format!("unknown emitter `{s}`; choose from {}", names.join(", "))
+    })
 }
 
 #[derive(Subcommand)]
@@ -66,6 +90,14 @@ enum Command {
         #[arg(long, value_name = "OP")]
         draft: String,
     },
+    /// Print sizes and token counts of every surface and of the help pages
+    Report {
+        #[command(flatten)]
+        defs: Definitions,
+        /// `text` (a table) or `json` (report.json's content)
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// Report diagnostics only; exit 1 when any is an error
     Lint {
         #[command(flatten)]
@@ -94,7 +126,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Build { defs, out, format } => {
-            let g = generate(&defs.definitions);
+            let g = generate(&defs.definitions, &out.emitters());
             show(&g.compiled.diagnostics, format);
             let Some(files) = g.files else {
                 eprintln!(
@@ -129,7 +161,7 @@ pub fn run() -> ExitCode {
             }
         }
         Command::Check { defs, out, format } => {
-            let g = generate(&defs.definitions);
+            let g = generate(&defs.definitions, &out.emitters());
             let Some(files) = g.files else {
                 show(&g.compiled.diagnostics, format);
                 eprintln!(
@@ -165,8 +197,25 @@ pub fn run() -> ExitCode {
                 }
             }
         }
+        Command::Report { defs, format } => {
+            let g = generate(&defs.definitions, &[]);
+            let Some(reg) = g.compiled.registry else {
+                show(&g.compiled.diagnostics, Format::Text);
+                return ExitCode::from(2);
+            };
+            let help = toolreg::emit::help::build(&reg);
+            let report = toolreg::report::build(&reg, &help);
+            match format {
+                Format::Text => print!("{}", toolreg::report::render_text(&report)),
+                Format::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                ),
+            }
+            ExitCode::SUCCESS
+        }
         Command::Policy { defs, draft } => {
-            let g = generate(&defs.definitions);
+            let g = generate(&defs.definitions, &[]);
             let Some(reg) = g.compiled.registry else {
                 show(&g.compiled.diagnostics, Format::Text);
                 return ExitCode::from(2);
@@ -201,7 +250,7 @@ pub fn run() -> ExitCode {
             }
         }
         Command::Lint { defs, format } => {
-            let g = generate(&defs.definitions);
+            let g = generate(&defs.definitions, &[]);
             let diags = &g.compiled.diagnostics;
             show(diags, format);
             if !defs.definitions.is_dir() {

@@ -9,7 +9,9 @@
 //!   the staleness check, and the `build.rs` API.
 
 pub mod diag;
+pub mod help;
 pub mod registry;
+pub mod text;
 
 #[cfg(feature = "compiler")]
 pub mod builder;
@@ -21,6 +23,10 @@ pub mod compiler;
 pub mod emit;
 #[cfg(feature = "compiler")]
 pub mod output;
+#[cfg(feature = "compiler")]
+pub mod report;
+#[cfg(feature = "compiler")]
+pub mod surfaces;
 
 #[cfg(feature = "compiler")]
 pub use builder::Builder;

@@ -13,6 +13,11 @@ const CASES: &[(&str, i32, &[&str])] = &[
     ("dead_alias", 1, &["TR017", "TR018", "TR020"]),
     ("duplicate_names", 1, &["TR013"]),
     ("empty_file", 1, &["TR004"]),
+    (
+        "examples_profiles",
+        1,
+        &["TR040", "TR041", "TR042", "TR043"],
+    ),
     ("file_shape", 1, &["TR006"]),
     ("malformed_json", 1, &["TR005"]),
     ("names_dots_spaces", 0, &["TR015", "TR021", "TR024"]),
@@ -27,6 +32,11 @@ const CASES: &[(&str, i32, &[&str])] = &[
     ("op_collision", 1, &["TR012"]),
     ("overlay_bad_value", 1, &["TR011"]),
     ("overlay_syntax", 1, &["TR011"]),
+    (
+        "provider_lints",
+        1,
+        &["TR041", "TR060", "TR061", "TR062", "TR063", "TR064"],
+    ),
     ("unclassified", 1, &["TR014", "TR016"]),
     ("unknown_entity", 0, &["TR016"]),
     ("unknown_overlay_key", 1, &["TR019"]),

@@ -6,7 +6,7 @@ use toolreg::builder::generate;
 use toolreg::registry::Registry;
 
 fn registry_text(defs: &str) -> String {
-    let g = generate(&common::repo().join(defs));
+    let g = generate(&common::repo().join(defs), toolreg::emit::Emitter::ALL);
     assert!(
         !g.compiled.diagnostics.has_errors(),
         "{}",

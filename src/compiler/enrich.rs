@@ -48,43 +48,9 @@ pub fn provider_name(name: &str) -> String {
 /// The longest summary, in characters.
 const SUMMARY_MAX: usize = 200;
 
-/// The first sentence of a description: up to the first `. `, `! `, `? ` or blank line, leading
-/// markdown heading marks removed, cut at a word boundary past 200 characters.
+/// The first sentence of a description, cut at a word boundary past 200 characters.
 pub fn summary(description: &str) -> String {
-    let text = description.trim();
-    let first_para = text.split("\n\n").next().unwrap_or(text);
-    let flat: String = first_para
-        .lines()
-        .map(|l| l.trim().trim_start_matches('#').trim())
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut end = flat.len();
-    for (i, _) in flat.match_indices(['.', '!', '?']) {
-        let next = flat[i + 1..].chars().next();
-        if next.is_none() || next.is_some_and(char::is_whitespace) {
-            // Skip common abbreviations like "e.g." and "i.e.".
-            let before = &flat[..i + 1];
-            if before.ends_with("e.g.")
-                || before.ends_with("i.e.")
-                || before.ends_with("etc.") && next.is_some()
-            {
-                continue;
-            }
-            end = i + 1;
-            break;
-        }
-    }
-    let sentence = flat[..end].trim();
-    if sentence.chars().count() <= SUMMARY_MAX {
-        return sentence.to_string();
-    }
-    let cut: String = sentence.chars().take(SUMMARY_MAX).collect();
-    let cut = match cut.rfind(' ') {
-        Some(i) if i > SUMMARY_MAX / 2 => &cut[..i],
-        _ => &cut[..],
-    };
-    format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
+    crate::text::truncate_words(&crate::text::first_sentence(description), SUMMARY_MAX)
 }
 
 /// Display type of a schema: `string`, `integer`, `string|number`, `array<string>`, `any`.
@@ -191,23 +157,5 @@ mod tests {
         let p = provider_name(&long);
         assert!(provider_valid(&p) && p.len() == 64, "{p}");
         assert_ne!(p, provider_name(&"a".repeat(81)));
-    }
-
-    #[test]
-    fn summaries() {
-        assert_eq!(summary("List tasks. Filters apply."), "List tasks.");
-        assert_eq!(
-            summary("Search docs, e.g. specs. More."),
-            "Search docs, e.g. specs."
-        );
-        assert_eq!(
-            summary("## Title\nFirst line\ncontinues.\n\nSecond para."),
-            "Title First line continues."
-        );
-        assert_eq!(
-            summary("Version 2.5 is fine. Next."),
-            "Version 2.5 is fine."
-        );
-        assert!(summary(&"word ".repeat(100)).ends_with('…'));
     }
 }

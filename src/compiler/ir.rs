@@ -161,10 +161,13 @@ pub fn assemble(
 fn gateway_names(overlay: &Overlay) -> GatewayNames {
     let d = GatewayNames::default();
     let g = &overlay.gateway;
+    let pick = |v: &Option<toml::Spanned<String>>, default: String| {
+        v.as_ref().map_or(default, |s| s.get_ref().clone())
+    };
     GatewayNames {
-        help: g.help.clone().unwrap_or(d.help),
-        exec: g.exec.clone().unwrap_or(d.exec),
-        search: g.search.clone().unwrap_or(d.search),
+        help: pick(&g.help, d.help),
+        exec: pick(&g.exec, d.exec),
+        search: pick(&g.search, d.search),
     }
 }
 

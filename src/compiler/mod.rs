@@ -15,6 +15,7 @@ pub mod load;
 pub mod normalize;
 pub mod overlay;
 pub mod policy;
+pub mod provider_lint;
 pub mod source;
 pub mod stamp;
 
@@ -74,7 +75,15 @@ pub fn compile(definitions: &Path) -> Compiled {
         if diags.has_errors() {
             return None;
         }
+        let op_locations: BTreeMap<String, crate::diag::Location> = tools
+            .iter()
+            .filter_map(|t| {
+                let op = t.class.as_ref()?.op.clone();
+                Some((op, loaded.loc(t.raw.file, t.raw.parameters_pointer.clone())))
+            })
+            .collect();
         let registry = ir::assemble(tools, &loaded, &lo, &mut diags);
+        provider_lint::check(&registry, &lo, &op_locations, &mut diags);
         (!diags.has_errors()).then_some(registry)
     });
     locate(&mut diags, &loaded);

@@ -140,9 +140,9 @@ pub struct BudgetSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatewaySpec {
-    pub help: Option<String>,
-    pub exec: Option<String>,
-    pub search: Option<String>,
+    pub help: Option<Spanned<String>>,
+    pub exec: Option<Spanned<String>>,
+    pub search: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -2,7 +2,10 @@
 //! They read only the IR. The manifest, added last, lists every file with its hash and marks the
 //! output folder as toolreg's.
 
+pub mod help;
 pub mod registry_json;
+pub mod report;
+pub mod surfaces;
 
 use crate::canonical::to_pretty;
 use crate::registry::{Registry, FORMAT_VERSION, GENERATOR};
@@ -14,12 +17,63 @@ pub type FileMap = BTreeMap<String, String>;
 /// The manifest's file name inside an output folder.
 pub const MANIFEST: &str = "toolreg.manifest.json";
 
-/// Every artifact for a registry, manifest included.
-pub fn emit_all(reg: &Registry) -> FileMap {
+/// The emitters, in the order their files are listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Emitter {
+    /// `registry.json`.
+    Registry,
+    /// `help.json`: every help page.
+    Help,
+    /// `surfaces/`: gateway, direct and profile tool lists.
+    Surfaces,
+    /// `report.json`: sizes and token counts.
+    Report,
+}
+
+impl Emitter {
+    pub const ALL: &'static [Emitter] = &[
+        Emitter::Registry,
+        Emitter::Help,
+        Emitter::Surfaces,
+        Emitter::Report,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Emitter::Registry => "registry",
+            Emitter::Help => "help",
+            Emitter::Surfaces => "surfaces",
+            Emitter::Report => "report",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Emitter> {
+        Emitter::ALL.iter().copied().find(|e| e.name() == name)
+    }
+
+    fn emit(self, reg: &Registry) -> FileMap {
+        match self {
+            Emitter::Registry => registry_json::emit(reg),
+            Emitter::Help => help::emit(reg),
+            Emitter::Surfaces => surfaces::emit(reg),
+            Emitter::Report => report::emit(reg),
+        }
+    }
+}
+
+/// The artifacts of the chosen emitters, manifest included.
+pub fn emit(reg: &Registry, emitters: &[Emitter]) -> FileMap {
     let mut files = FileMap::new();
-    files.extend(registry_json::emit(reg));
+    for e in emitters {
+        files.extend(e.emit(reg));
+    }
     add_manifest(reg, &mut files);
     files
+}
+
+/// Every artifact for a registry, manifest included.
+pub fn emit_all(reg: &Registry) -> FileMap {
+    emit(reg, Emitter::ALL)
 }
 
 /// Adds `toolreg.manifest.json`: generator, versions and a blake3 per file. `toolreg build`

@@ -1,0 +1,13 @@
+//! `report.json`: sizes and token counts of every surface and of the help pages.
+
+use super::FileMap;
+use crate::canonical::{sort_keys, to_pretty};
+use crate::registry::Registry;
+
+pub const FILE: &str = "report.json";
+
+pub fn emit(reg: &Registry) -> FileMap {
+    let help = super::help::build(reg);
+    let report = crate::report::build(reg, &help);
+    FileMap::from([(FILE.to_string(), to_pretty(&sort_keys(&report)))])
+}

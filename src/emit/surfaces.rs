@@ -1,0 +1,41 @@
+//! `surfaces/`: the model-facing tool lists as provider-ready JSON. Each file is stamped and holds
+//! a `tools` array to send as is: `gateway.json`, `direct.json`, `profiles/NAME.json`.
+
+use super::FileMap;
+use crate::canonical::to_pretty;
+use crate::registry::Registry;
+use crate::surfaces::{self, ToolDef};
+use serde_json::json;
+
+fn file(reg: &Registry, surface: &str, defs: &[ToolDef]) -> String {
+    // Key order is written out on purpose: the stamp first, the tools last, each tool as a
+    // provider expects it (type, function{name, description, parameters}).
+    let value = json!({
+        "_generated": "by toolreg from the tool definitions; do not edit",
+        "generator": crate::registry::GENERATOR,
+        "registry_version": reg.registry_version,
+        "surface": surface,
+        "tools": surfaces::tools_json(defs),
+    });
+    to_pretty(&value)
+}
+
+pub fn emit(reg: &Registry) -> FileMap {
+    let mut files = FileMap::new();
+    files.insert(
+        "surfaces/gateway.json".into(),
+        file(reg, "gateway", &surfaces::gateway(reg)),
+    );
+    files.insert(
+        "surfaces/direct.json".into(),
+        file(reg, "direct", &surfaces::direct(reg)),
+    );
+    for name in reg.profiles.keys() {
+        let defs = surfaces::profile(reg, name);
+        files.insert(
+            format!("surfaces/profiles/{name}.json"),
+            file(reg, &format!("profile {name}"), &defs),
+        );
+    }
+    files
+}

@@ -1,0 +1,175 @@
+//! Help lookup over the precomputed pages in `help.json` (runtime side: serde and strsim only).
+//!
+//! Every path has a `short` and a `full` page, written at build time. A lookup picks one, then
+//! applies the request's flags: `include_examples: false` drops examples, `include_schemas: true`
+//! adds the op's JSON Schema (from the registry). An unknown path never answers a bare "not
+//! found": it returns the closest paths and the root's groups.
+
+use crate::registry::Registry;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The path of the root page.
+pub const ROOT: &str = "root";
+
+/// `help.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelpDoc {
+    pub generator: String,
+    pub registry_version: String,
+    pub pages: BTreeMap<String, HelpPages>,
+}
+
+/// The two formats of one path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelpPages {
+    pub short: Value,
+    pub full: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    #[default]
+    Short,
+    Full,
+}
+
+/// A help call, as the gateway's help tool takes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HelpRequest {
+    pub path: String,
+    pub format: Format,
+    pub include_examples: bool,
+    pub include_schemas: bool,
+}
+
+impl Default for HelpRequest {
+    fn default() -> Self {
+        HelpRequest {
+            path: ROOT.into(),
+            format: Format::Short,
+            include_examples: true,
+            include_schemas: false,
+        }
+    }
+}
+
+impl HelpRequest {
+    pub fn path(path: impl Into<String>) -> Self {
+        HelpRequest {
+            path: path.into(),
+            ..Default::default()
+        }
+    }
+}
+
+impl HelpDoc {
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// The page for a request. Paths are matched exactly, then as a tool name (the answer says
+    /// which path it served); anything else gets an `UNKNOWN_PATH` answer with the closest paths.
+    pub fn lookup(&self, reg: &Registry, req: &HelpRequest) -> Value {
+        let asked = req.path.trim();
+        let (path, resolved_from) = if asked.is_empty() {
+            (ROOT.to_string(), None)
+        } else if self.pages.contains_key(asked) {
+            (asked.to_string(), None)
+        } else if let Some(r) = reg.op_by_tool_name(asked) {
+            (r.op.clone(), Some(asked))
+        } else if self.pages.contains_key(&asked.to_lowercase()) {
+            (asked.to_lowercase(), Some(asked))
+        } else {
+            return self.unknown(reg, asked);
+        };
+        let pages = &self.pages[&path];
+        let mut page = match req.format {
+            Format::Short => pages.short.clone(),
+            Format::Full => pages.full.clone(),
+        };
+        if let Some(obj) = page.as_object_mut() {
+            if let Some(from) = resolved_from {
+                obj.insert("resolved_from".into(), json!(from));
+            }
+            if !req.include_examples {
+                obj.remove("examples");
+            }
+            if req.include_schemas {
+                if let Some(r) = reg.ops.get(&path) {
+                    obj.insert("schema".into(), r.parameters_schema.clone());
+                } else if let Some(ops) = obj.get("ops").and_then(Value::as_array) {
+                    let schemas: serde_json::Map<String, Value> = ops
+                        .iter()
+                        .filter_map(|o| o.get("op").and_then(Value::as_str))
+                        .filter_map(|op| {
+                            reg.ops
+                                .get(op)
+                                .map(|r| (op.to_string(), r.parameters_schema.clone()))
+                        })
+                        .collect();
+                    obj.insert("schemas".into(), Value::Object(schemas));
+                }
+            }
+        }
+        page
+    }
+
+    /// The closest known paths to `asked`: paths it is a suffix or prefix of first, then by
+    /// similarity.
+    pub fn closest(&self, asked: &str, n: usize) -> Vec<String> {
+        let lower = asked.to_lowercase();
+        let mut scored: Vec<(f64, &String)> = self
+            .pages
+            .keys()
+            .filter(|p| p.as_str() != ROOT)
+            .map(|p| {
+                let mut score = strsim::jaro_winkler(&lower, p);
+                if p.ends_with(&format!(".{lower}")) || p.starts_with(&format!("{lower}.")) {
+                    score += 1.0;
+                }
+                // Shared segments in any order ("tasks.list" vs "onto.task.list").
+                let segs: Vec<&str> = p.split('.').collect();
+                let hits = lower
+                    .split(['.', '_', ' '])
+                    .filter(|s| {
+                        segs.iter()
+                            .any(|g| g == s || g.trim_end_matches('s') == s.trim_end_matches('s'))
+                    })
+                    .count();
+                score += 0.25 * hits as f64;
+                (score, p)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        scored.into_iter().take(n).map(|(_, p)| p.clone()).collect()
+    }
+
+    fn unknown(&self, reg: &Registry, asked: &str) -> Value {
+        let help = &reg.gateway.help;
+        let groups = self
+            .pages
+            .get(ROOT)
+            .and_then(|p| p.short.get("groups").cloned())
+            .unwrap_or(Value::Array(Vec::new()));
+        let closest = self.closest(asked, 5);
+        let next = match closest.first() {
+            Some(c) => format!("Call {help} with {{\"path\": \"{c}\"}}, or with {{\"path\": \"root\"}} to see every group."),
+            None => format!("Call {help} with {{\"path\": \"root\"}} to see every group."),
+        };
+        json!({
+            "path": asked,
+            "error": {
+                "code": "UNKNOWN_PATH",
+                "message": format!("`{asked}` is not a help path, op or tool name."),
+                "closest": closest,
+                "next_action": next,
+            },
+            "groups": groups,
+            "registry_version": self.registry_version,
+        })
+    }
+}

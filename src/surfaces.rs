@@ -1,0 +1,275 @@
+//! The model-facing tool surfaces, as pure functions of the registry IR:
+//!
+//! - the gateway: `help`, `exec` and `search` tools whose enums and examples all come from the
+//!   registry (nothing hand-written), for large catalogs;
+//! - direct definitions: every visible op as a provider-ready tool (provider-safe name, normalized
+//!   schema), for loading on demand;
+//! - profiles: per-context subsets of direct definitions; `core` ops keep their description,
+//!   deferred ops get their summary and a pointer to their help page.
+//!
+//! The surfaces emitter writes these, the provider lints check them, the report counts them.
+
+use crate::registry::{OpRecord, Registry};
+use serde_json::{json, Value};
+
+/// One provider-ready tool definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    /// The op it runs (`None` for gateway tools).
+    pub op: Option<String>,
+}
+
+impl ToolDef {
+    /// The OpenAI / ChatToolDefinition form.
+    pub fn to_chat_tool(&self) -> Value {
+        json!({
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters}
+        })
+    }
+}
+
+/// The tools array a provider receives for a list of definitions.
+pub fn tools_json(defs: &[ToolDef]) -> Value {
+    Value::Array(defs.iter().map(ToolDef::to_chat_tool).collect())
+}
+
+fn direct_def(r: &OpRecord, description: String) -> ToolDef {
+    ToolDef {
+        name: r.provider_name.clone(),
+        description,
+        parameters: r.parameters_schema.clone(),
+        op: Some(r.op.clone()),
+    }
+}
+
+/// One op's direct definition, with its full description.
+pub fn direct_def_full(r: &OpRecord) -> ToolDef {
+    direct_def(r, r.description.clone())
+}
+
+/// Every visible op with its full description, in op order.
+pub fn direct(reg: &Registry) -> Vec<ToolDef> {
+    reg.ops
+        .values()
+        .filter(|r| !r.hidden)
+        .map(direct_def_full)
+        .collect()
+}
+
+/// A profile's definitions: core ops in full; the rest deferred: their summary and a pointer to
+/// their help page, and their schema without argument descriptions (the help page has them; the
+/// runtime validates against the full schema). When any op is deferred, the gateway's help tool
+/// comes along so the pointer can be followed.
+pub fn profile(reg: &Registry, name: &str) -> Vec<ToolDef> {
+    let Some(p) = reg.profiles.get(name) else {
+        return Vec::new();
+    };
+    let mut out: Vec<ToolDef> = p
+        .ops
+        .iter()
+        .filter_map(|op| reg.ops.get(op))
+        .map(|r| {
+            if p.core.contains(&r.op) {
+                direct_def_full(r)
+            } else {
+                let mut def = direct_def(r, deferred_description(reg, r));
+                strip_descriptions(&mut def.parameters);
+                def
+            }
+        })
+        .collect();
+    if p.ops.len() > p.core.len() {
+        out.push(help_tool(reg));
+    }
+    out
+}
+
+/// A deferred op's description: its summary and where to read the rest; the original when that
+/// is no longer.
+pub fn deferred_description(reg: &Registry, r: &OpRecord) -> String {
+    let deferred = format!(
+        "{} Before the first call, read {} {{\"path\": \"{}\"}} for arguments and rules.",
+        r.summary, reg.gateway.help, r.op
+    );
+    if r.description.chars().count() <= deferred.chars().count() {
+        r.description.clone()
+    } else {
+        deferred
+    }
+}
+
+/// Removes `description` keywords from a schema and every subschema (not properties that happen
+/// to be named "description").
+pub fn strip_descriptions(schema: &mut Value) {
+    let Value::Object(node) = schema else { return };
+    node.shift_remove("description");
+    for key in ["properties", "patternProperties", "$defs", "definitions"] {
+        if let Some(Value::Object(map)) = node.get_mut(key) {
+            map.values_mut().for_each(strip_descriptions);
+        }
+    }
+    for key in [
+        "items",
+        "additionalProperties",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+    ] {
+        match node.get_mut(key) {
+            Some(v @ Value::Object(_)) => strip_descriptions(v),
+            Some(Value::Array(list)) => list.iter_mut().for_each(strip_descriptions),
+            _ => {}
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(list)) = node.get_mut(key) {
+            list.iter_mut().for_each(strip_descriptions);
+        }
+    }
+}
+
+fn groups(reg: &Registry) -> Vec<&str> {
+    reg.tree.keys().map(String::as_str).collect()
+}
+
+/// A read op with a non-empty minimal call, to show in the gateway descriptions.
+fn sample_op(reg: &Registry) -> Option<&OpRecord> {
+    let visible = || reg.ops.values().filter(|r| !r.hidden);
+    visible()
+        .find(|r| {
+            r.kind == crate::registry::Kind::Read
+                && r.examples
+                    .first()
+                    .is_some_and(|e| e.args.as_object().is_some_and(|a| !a.is_empty()))
+        })
+        .or_else(|| visible().next())
+}
+
+fn help_tool(reg: &Registry) -> ToolDef {
+    let groups = groups(reg);
+    let sample = sample_op(reg).map(|r| r.op.as_str()).unwrap_or("root");
+    ToolDef {
+        name: reg.gateway.help.clone(),
+        description: format!(
+            "Look up ops and how to call them. Paths: root, a group ({}), group.entity, group.entity.read|write, or an op; op pages give usage, args and a call to copy. Example: {{\"path\": \"{sample}\"}}",
+            groups.join(", ")
+        ),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "default": "root"},
+                "format": {"type": "string", "enum": ["short", "full"], "default": "short"},
+                "include_examples": {"type": "boolean", "default": true},
+                "include_schemas": {"type": "boolean", "default": false}
+            },
+            "additionalProperties": false
+        }),
+        op: None,
+    }
+}
+
+fn exec_tool(reg: &Registry) -> ToolDef {
+    let call = sample_op(reg)
+        .map(|r| {
+            let args = r
+                .examples
+                .first()
+                .map(|e| e.args.clone())
+                .unwrap_or_else(|| json!({}));
+            json!({"op": r.op, "args": args}).to_string()
+        })
+        .unwrap_or_else(|| "{\"op\": \"<op>\", \"args\": {}}".to_string());
+    ToolDef {
+        name: reg.gateway.exec.clone(),
+        description: format!(
+            "Run an op with its arguments. Example: {call}. On error, read error.help_path with {} and fix the fields it names.",
+            reg.gateway.help
+        ),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "op": {"type": "string", "minLength": 1},
+                "args": {"type": "object"},
+                "idempotency_key": {"type": "string", "description": "Same key and args on a write return the first result."},
+                "dry_run": {"type": "boolean", "description": "Validate only; do not run."}
+            },
+            "required": ["op", "args"],
+            "additionalProperties": false
+        }),
+        op: None,
+    }
+}
+
+fn search_tool(reg: &Registry) -> ToolDef {
+    let groups = groups(reg);
+    let sample = reg
+        .ops
+        .values()
+        .find(|r| !r.hidden)
+        .map(|r| {
+            r.summary
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase()
+        })
+        .unwrap_or_else(|| "what you need".into());
+    let sample = sample.trim_end_matches(['.', ',', ':']).to_string();
+    let mut kinds: Vec<&str> = reg
+        .ops
+        .values()
+        .filter(|r| !r.hidden)
+        .map(|r| r.kind.as_str())
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    ToolDef {
+        name: reg.gateway.search.clone(),
+        description: format!("Find ops by what they do. Example: {{\"query\": \"{sample}\"}}"),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1},
+                "group": {"type": "string", "enum": groups},
+                "kind": {"type": "string", "enum": kinds},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        }),
+        op: None,
+    }
+}
+
+/// The gateway tools: help, exec, search.
+pub fn gateway(reg: &Registry) -> Vec<ToolDef> {
+    vec![help_tool(reg), exec_tool(reg), search_tool(reg)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_keeps_properties_named_description() {
+        let mut s = json!({"type": "object", "description": "x", "properties": {
+            "description": {"type": "string", "description": "The text."},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"a": {"description": "y"}}}}
+        }});
+        strip_descriptions(&mut s);
+        assert_eq!(
+            s,
+            json!({"type": "object", "properties": {
+                "description": {"type": "string"},
+                "items": {"type": "array", "items": {"type": "object", "properties": {"a": {}}}}
+            }})
+        );
+    }
+}

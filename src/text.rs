@@ -1,0 +1,69 @@
+//! Small text helpers shared by the compiler and the help pages.
+
+/// The first sentence of a text: its first paragraph flattened to one line (markdown heading
+/// marks removed), up to the first `.`, `!` or `?` followed by a space or the end. "e.g." and
+/// "i.e." do not end a sentence.
+pub fn first_sentence(text: &str) -> String {
+    let text = text.trim();
+    let first_para = text.split("\n\n").next().unwrap_or(text);
+    let flat: String = first_para
+        .lines()
+        .map(|l| l.trim().trim_start_matches('#').trim())
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    for (i, _) in flat.match_indices(['.', '!', '?']) {
+        let next = flat[i + 1..].chars().next();
+        if next.is_none() || next.is_some_and(char::is_whitespace) {
+            let before = &flat[..i + 1];
+            if before.ends_with("e.g.") || before.ends_with("i.e.") {
+                continue;
+            }
+            return flat[..i + 1].trim().to_string();
+        }
+    }
+    flat.trim().to_string()
+}
+
+/// `s` cut to at most `max` characters at a word boundary, with `…` when cut.
+pub fn truncate_words(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(max).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > max / 2 => &cut[..i],
+        _ => &cut[..],
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':', ' ', '.']))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentences() {
+        assert_eq!(first_sentence("List tasks. Filters apply."), "List tasks.");
+        assert_eq!(
+            first_sentence("Search docs, e.g. specs. More."),
+            "Search docs, e.g. specs."
+        );
+        assert_eq!(
+            first_sentence("## Title\nFirst line\ncontinues.\n\nSecond para."),
+            "Title First line continues."
+        );
+        assert_eq!(
+            first_sentence("Version 2.5 is fine. Next."),
+            "Version 2.5 is fine."
+        );
+        assert_eq!(first_sentence("No period"), "No period");
+    }
+
+    #[test]
+    fn truncation() {
+        assert_eq!(truncate_words("short", 10), "short");
+        assert_eq!(truncate_words("one two three four", 12), "one two…");
+        assert!(truncate_words(&"word ".repeat(100), 200).ends_with('…'));
+    }
+}
