@@ -35,4 +35,9 @@ fn the_overlay_example_parses_without_unknown_keys() {
     assert_eq!(overlay.rules.len(), 3);
     assert_eq!(overlay.special.len(), 2);
     assert!(overlay.fallback.is_some());
+    assert_eq!(overlay.profiles.len(), 1);
+    let task_create = &overlay.ops["onto.task.create"];
+    assert!(task_create.policy.is_some());
+    assert_eq!(task_create.examples.len(), 1);
+    assert_eq!(overlay.budgets.tool_tokens, Some(900));
 }
