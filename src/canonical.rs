@@ -117,9 +117,12 @@ impl serde::Serialize for HeaderOf<'_> {
             profiles,
             gateway,
             budgets,
+            synonyms,
+            clusters,
         } = r;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("budgets", budgets)?;
+        m.serialize_entry("clusters", clusters)?;
         m.serialize_entry("counts", counts)?;
         if let Some(d) = description {
             m.serialize_entry("description", d)?;
@@ -130,6 +133,7 @@ impl serde::Serialize for HeaderOf<'_> {
         m.serialize_entry("name", name)?;
         m.serialize_entry("profiles", profiles)?;
         m.serialize_entry("registry_version", registry_version)?;
+        m.serialize_entry("synonyms", synonyms)?;
         m.serialize_entry("tree", tree)?;
         m.end()
     }

@@ -11,7 +11,7 @@ use toolreg::emit::Emitter;
 use toolreg::output::{self, Ownership};
 
 #[derive(Parser)]
-#[command(name = "toolreg", version, about = "Compile LLM tool catalogs into a hashed registry and the surfaces models, programs and people need", long_about = None)]
+#[command(name = "toolreg", version, disable_help_subcommand = true, about = "Compile LLM tool catalogs into a hashed registry and the surfaces models, programs and people need", long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -98,6 +98,57 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Show a help page from a built registry (root, a group, an entity or an op)
+    Help {
+        /// Help path: root, a group, group.entity, group.entity.read|write, an op or a tool name
+        #[arg(default_value = "root")]
+        path: String,
+        #[command(flatten)]
+        registry: RegistryFile,
+        /// Page format
+        #[arg(long, value_enum, default_value = "short")]
+        format: PageFormat,
+        /// Add the JSON Schemas of the ops shown
+        #[arg(long)]
+        include_schemas: bool,
+        /// Leave examples out
+        #[arg(long)]
+        no_examples: bool,
+    },
+    /// Search ops in a built registry
+    Search {
+        query: String,
+        #[command(flatten)]
+        registry: RegistryFile,
+        /// How many results
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Dry-run an exec call: resolve, normalize and validate, then print the envelope
+    Exec {
+        /// The op (or tool name, alias)
+        op: String,
+        /// Arguments as JSON text
+        #[arg(long, default_value = "{}")]
+        args: String,
+        #[command(flatten)]
+        registry: RegistryFile,
+    },
+    /// Measure search against a query set: recall@k and MRR@10
+    Eval {
+        /// JSON lines: {"query": "...", "expected": ["tool name or op", ...]}
+        #[arg(long, value_name = "FILE")]
+        queries: PathBuf,
+        #[command(flatten)]
+        registry: RegistryFile,
+        /// The k values for recall@k
+        #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
+        k: Vec<usize>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
     /// Report diagnostics only; exit 1 when any is an error
     Lint {
         #[command(flatten)]
@@ -106,6 +157,46 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PageFormat {
+    Short,
+    Full,
+}
+
+#[derive(clap::Args)]
+struct RegistryFile {
+    /// registry.json written by `toolreg build` (help.json is read from the same folder)
+    #[arg(long, value_name = "FILE", default_value = "generated/registry.json")]
+    registry: PathBuf,
+}
+
+impl RegistryFile {
+    fn gateway(&self) -> Result<toolreg::runtime::Gateway, ExitCode> {
+        let dir = self
+            .registry
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let read = |p: PathBuf| {
+            std::fs::read(&p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))
+        };
+        let result = read(self.registry.clone())
+            .and_then(|r| read(dir.join("help.json")).map(|h| (r, h)))
+            .and_then(|(r, h)| {
+                toolreg::runtime::Gateway::from_slices(&r, &h).map_err(|e| e.to_string())
+            });
+        result.map_err(|e| {
+            eprintln!("error: {e}");
+            eprintln!("   = help: run `toolreg build` first, or pass --registry FILE");
+            ExitCode::from(2)
+        })
+    }
+}
+
+fn print_json(v: &impl serde::Serialize) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 fn show(diags: &Diagnostics, format: Format) {
@@ -246,6 +337,121 @@ pub fn run() -> ExitCode {
                     eprintln!("no policy cues found in the description of `{}`", record.op);
                     eprintln!("   = help: write [ops.\"{}\".policy] by hand, or add cue phrases under [policy_cues]", record.op);
                     ExitCode::SUCCESS
+                }
+            }
+        }
+        Command::Help {
+            path,
+            registry,
+            format,
+            include_schemas,
+            no_examples,
+        } => {
+            let gw = match registry.gateway() {
+                Ok(g) => g,
+                Err(code) => return code,
+            };
+            let req = toolreg::help::HelpRequest {
+                path,
+                format: match format {
+                    PageFormat::Short => toolreg::help::Format::Short,
+                    PageFormat::Full => toolreg::help::Format::Full,
+                },
+                include_examples: !no_examples,
+                include_schemas,
+            };
+            let page = gw.help(&req);
+            print_json(&page);
+            if page.get("error").is_some() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Command::Search {
+            query,
+            registry,
+            limit,
+            format,
+        } => {
+            let gw = match registry.gateway() {
+                Ok(g) => g,
+                Err(code) => return code,
+            };
+            let mut req = toolreg::runtime::search::SearchRequest::query(query);
+            req.limit = Some(limit);
+            let res = gw.search(&req);
+            match format {
+                Format::Json => print_json(&res),
+                Format::Text => {
+                    for (i, h) in res.results.iter().enumerate() {
+                        println!(
+                            "{:>2}. {:<36} {:<5} {:.2}  {}",
+                            i + 1,
+                            h.op,
+                            h.kind.as_str(),
+                            h.confidence,
+                            h.summary
+                        );
+                        if let Some(u) = &h.usage {
+                            println!("      {u}");
+                        }
+                    }
+                    if let Some(s) = &res.suggestion {
+                        println!("{s}");
+                        print_json(&res.directory);
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Exec { op, args, registry } => {
+            let gw = match registry.gateway() {
+                Ok(g) => g,
+                Err(code) => return code,
+            };
+            let call = toolreg::runtime::ExecCall {
+                op,
+                args: Some(serde_json::Value::String(args)),
+                idempotency_key: None,
+                dry_run: Some(true),
+            };
+            let env = toolreg::runtime::block_on(gw.exec(call));
+            print_json(&env);
+            if env.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Command::Eval {
+            queries,
+            registry,
+            k,
+            format,
+        } => {
+            let gw = match registry.gateway() {
+                Ok(g) => g,
+                Err(code) => return code,
+            };
+            let text = match std::fs::read_to_string(&queries) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("error: cannot read `{}`: {e}", queries.display());
+                    return ExitCode::from(2);
+                }
+            };
+            match toolreg::runtime::eval::run(&gw, &text, &k) {
+                Ok(report) => {
+                    match format {
+                        Format::Json => print_json(&report.metrics),
+                        Format::Text => print!("{}", report.render_text()),
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {}: {e}", queries.display());
+                    ExitCode::from(2)
                 }
             }
         }

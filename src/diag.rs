@@ -68,6 +68,7 @@ codes! {
     ProviderNameCollision = "TR022", Error, "two tools get the same provider-safe name";
     KindConflict = "TR023", Warning, "MCP annotations disagree with the classified kind";
     MissingGroupSummary = "TR024", Warning, "a group has no one-line summary in the overlay";
+    BadArgAlias = "TR025", Error, "an argument alias targets a missing argument or shadows a real one";
     // Schema normalization (one warning per fix).
     NonStandardType = "TR030", Warning, "a non-standard type name was mapped to JSON Schema";
     Nullable = "TR031", Warning, "`nullable` was rewritten as a type union with null";

@@ -11,7 +11,11 @@
 pub mod diag;
 pub mod help;
 pub mod registry;
+pub mod resolve;
 pub mod text;
+
+#[cfg(feature = "runtime")]
+pub mod runtime;
 
 #[cfg(feature = "compiler")]
 pub mod builder;

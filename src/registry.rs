@@ -158,12 +158,50 @@ pub struct OpRecord {
     pub id_args: Vec<String>,
     /// Ops to call first to find the required ids, then this op; empty when none are needed.
     pub id_discovery: Vec<String>,
+    /// Argument aliases the runtime renames (alias, possibly a dotted path -> argument).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arg_aliases: BTreeMap<String, String>,
     pub examples: Vec<Example>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<McpAnnotations>,
     pub source: Source,
+}
+
+impl Arg {
+    /// The placeholder shown in usage lines: enum values joined by `|`, else `<type>` (with the
+    /// range for bounded numbers: `<integer 1..5>`).
+    pub fn placeholder(&self) -> String {
+        if let Some(values) = &self.enum_ {
+            return values
+                .iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join("|");
+        }
+        match &self.range {
+            Some(r) => format!("<{} {r}>", self.type_),
+            None => format!("<{}>", self.type_),
+        }
+    }
+}
+
+impl OpRecord {
+    /// A CLI-like call shape:
+    /// `onto.task.update task_id=<string> [state_key=todo|in_progress|blocked|done] ...`.
+    pub fn usage(&self) -> String {
+        let mut parts = vec![self.op.clone()];
+        for a in &self.args {
+            let piece = format!("{}={}", a.name, a.placeholder());
+            parts.push(if a.required {
+                piece
+            } else {
+                format!("[{piece}]")
+            });
+        }
+        parts.join(" ")
+    }
 }
 
 /// An entity's node in the op tree.
@@ -209,6 +247,19 @@ pub struct Profile {
     pub ops: Vec<String>,
     /// The subset of `ops` that keeps full descriptions, sorted.
     pub core: Vec<String>,
+}
+
+/// Ops offered together for per-turn tool selection (seed 004).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cluster {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Resolved ops, sorted.
+    pub ops: Vec<String>,
+    /// Phrases that select the cluster when they appear in a message (lowercase).
+    pub triggers: Vec<String>,
+    /// Contexts in which the cluster is offered by default.
+    pub contexts: Vec<String>,
 }
 
 /// Names of the gateway tools the model sees.
@@ -258,6 +309,11 @@ pub struct Registry {
     pub profiles: BTreeMap<String, Profile>,
     pub gateway: GatewayNames,
     pub budgets: Budgets,
+    /// Search synonyms (lowercase word -> words it also means).
+    #[serde(default)]
+    pub synonyms: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    pub clusters: BTreeMap<String, Cluster>,
 }
 
 /// Why a registry could not be loaded.

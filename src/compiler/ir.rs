@@ -59,6 +59,7 @@ pub fn assemble(
             origin,
         });
         let examples = op_examples(&class.op, &t.raw.parameters, ov, lo, params_loc, diags);
+        let arg_aliases = arg_aliases(&class.op, &args, ov, overlay, lo, diags);
         let record = OpRecord {
             op: class.op,
             tool_name: t.raw.name,
@@ -79,6 +80,7 @@ pub fn assemble(
             required_args,
             id_args,
             id_discovery: Vec::new(),
+            arg_aliases,
             examples,
             policy,
             annotations: t.raw.annotations.filter(|a| !a.is_empty()),
@@ -93,6 +95,17 @@ pub fn assemble(
 
     add_id_discovery(&mut ops);
     let profiles = profiles(&ops, lo, diags);
+    let clusters = clusters(&ops, lo, diags);
+    let synonyms = overlay
+        .synonyms
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_lowercase(),
+                v.iter().map(|w| w.to_lowercase()).collect(),
+            )
+        })
+        .collect();
 
     let mut tree: BTreeMap<String, GroupNode> = BTreeMap::new();
     for rec in ops.values() {
@@ -148,6 +161,8 @@ pub fn assemble(
         ops,
         profiles,
         gateway: gateway_names(overlay),
+        synonyms,
+        clusters,
         budgets: Budgets {
             tool_tokens: overlay.budgets.tool_tokens,
             profile_tokens: overlay.budgets.profile_tokens,
@@ -336,6 +351,124 @@ pub fn glob_match(pattern: &str, op: &str) -> bool {
     true
 }
 
+/// The ops a list of names and globs selects, reporting patterns that select nothing.
+fn select_ops(
+    ops: &BTreeMap<String, OpRecord>,
+    patterns: &[String],
+    what: &str,
+    at: Location,
+    diags: &mut Diagnostics,
+) -> BTreeSet<String> {
+    let mut chosen = BTreeSet::new();
+    for p in patterns {
+        let hits: Vec<&String> = ops.keys().filter(|op| glob_match(p, op)).collect();
+        if hits.is_empty() {
+            let (code, msg) = if p.contains('*') {
+                (
+                    Code::EmptyGlob,
+                    format!("pattern `{p}` in {what} matches no op"),
+                )
+            } else {
+                (
+                    Code::UnknownProfileOp,
+                    format!("{what} lists `{p}`, which is not an op"),
+                )
+            };
+            let near = crate::diag::nearest(p, ops.keys().map(String::as_str));
+            diags.push(Diagnostic::new(code, msg).at(at.clone()).help(
+                near.map_or("check the op names in registry.json".to_string(), |n| {
+                    format!("did you mean `{n}`?")
+                }),
+            ));
+        }
+        chosen.extend(hits.into_iter().cloned());
+    }
+    chosen
+}
+
+fn clusters(
+    ops: &BTreeMap<String, OpRecord>,
+    lo: &LoadedOverlay,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, crate::registry::Cluster> {
+    lo.overlay
+        .clusters
+        .iter()
+        .map(|(name, spec)| {
+            let what = format!("`ops` of cluster `{}`", name.get_ref());
+            let selected = select_ops(ops, &spec.ops, &what, lo.loc(name.span()), diags);
+            let mut triggers: Vec<String> = spec
+                .triggers
+                .iter()
+                .map(|t| t.trim().to_lowercase())
+                .filter(|t| !t.is_empty())
+                .collect();
+            triggers.sort();
+            triggers.dedup();
+            let mut contexts = spec.contexts.clone();
+            contexts.sort();
+            contexts.dedup();
+            let cluster = crate::registry::Cluster {
+                description: spec.description.clone(),
+                ops: selected.into_iter().collect(),
+                triggers,
+                contexts,
+            };
+            (name.get_ref().clone(), cluster)
+        })
+        .collect()
+}
+
+/// Per-op aliases, plus the global ones whose target this op has. An alias must name an
+/// argument the op has and must not itself be one of its arguments.
+fn arg_aliases(
+    op: &str,
+    args: &[crate::registry::Arg],
+    ov: Option<&super::overlay::OpOverride>,
+    overlay: &Overlay,
+    lo: &LoadedOverlay,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, String> {
+    let has = |n: &str| args.iter().any(|a| a.name == n);
+    let mut out = BTreeMap::new();
+    for (alias, target) in &overlay.arg_aliases {
+        if has(target) && !has(alias) {
+            out.insert(alias.clone(), target.clone());
+        }
+    }
+    for (alias, target) in ov.map(|o| &o.arg_aliases).into_iter().flatten() {
+        let a = alias.get_ref();
+        let problem = if !has(target) {
+            Some(format!(
+                "argument alias `{a}` of `{op}` targets `{target}`, which is not an argument of it"
+            ))
+        } else if has(a) {
+            Some(format!(
+                "argument alias `{a}` of `{op}` is itself an argument of it"
+            ))
+        } else {
+            None
+        };
+        match problem {
+            Some(msg) => {
+                let names: Vec<&str> = args.iter().map(|x| x.name.as_str()).collect();
+                diags.push(
+                    Diagnostic::new(Code::BadArgAlias, msg)
+                        .at(lo.loc(alias.span()))
+                        .help(format!(
+                            "aliases rename what models send into real arguments: {}",
+                            names.join(", ")
+                        )),
+                );
+            }
+            None => {
+                out.insert(a.clone(), target.clone());
+            }
+        }
+    }
+    out
+}
+
 fn profiles(
     ops: &BTreeMap<String, OpRecord>,
     lo: &LoadedOverlay,
@@ -345,37 +478,8 @@ fn profiles(
     for (name, spec) in &lo.overlay.profiles {
         let select =
             |patterns: &[String], what: &str, diags: &mut Diagnostics| -> BTreeSet<String> {
-                let mut chosen = BTreeSet::new();
-                for p in patterns {
-                    let hits: Vec<&String> = ops.keys().filter(|op| glob_match(p, op)).collect();
-                    if hits.is_empty() {
-                        let (code, msg) = if p.contains('*') {
-                            (
-                                Code::EmptyGlob,
-                                format!(
-                                    "pattern `{p}` in {what} of profile `{}` matches no op",
-                                    name.get_ref()
-                                ),
-                            )
-                        } else {
-                            (
-                                Code::UnknownProfileOp,
-                                format!(
-                                    "profile `{}` lists `{p}` in {what}, which is not an op",
-                                    name.get_ref()
-                                ),
-                            )
-                        };
-                        let near = crate::diag::nearest(p, ops.keys().map(String::as_str));
-                        diags.push(Diagnostic::new(code, msg).at(lo.loc(name.span())).help(
-                            near.map_or("check the op names in registry.json".to_string(), |n| {
-                                format!("did you mean `{n}`?")
-                            }),
-                        ));
-                    }
-                    chosen.extend(hits.into_iter().cloned());
-                }
-                chosen
+                let what = format!("{what} of profile `{}`", name.get_ref());
+                select_ops(ops, patterns, &what, lo.loc(name.span()), diags)
             };
         let mut selected = select(&spec.ops, "`ops`", diags);
         if !spec.kinds.is_empty() {

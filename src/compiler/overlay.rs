@@ -55,6 +55,29 @@ pub struct Overlay {
     /// Names of the gateway tools.
     #[serde(default)]
     pub gateway: GatewaySpec,
+    /// Argument aliases for every op whose schema has the target (`task_title = "title"`).
+    #[serde(default)]
+    pub arg_aliases: BTreeMap<String, String>,
+    /// Search synonyms: a word -> words it also means (`reschedule = ["update"]`).
+    #[serde(default)]
+    pub synonyms: BTreeMap<String, Vec<String>>,
+    /// Clusters of ops for per-turn tool selection, with trigger phrases.
+    #[serde(default)]
+    pub clusters: BTreeMap<Spanned<String>, ClusterSpec>,
+}
+
+/// A cluster: ops offered together when a trigger phrase appears in the user's message, or by
+/// default in the listed contexts.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    pub description: Option<String>,
+    #[serde(default)]
+    pub ops: Vec<String>,
+    #[serde(default)]
+    pub triggers: Vec<String>,
+    #[serde(default)]
+    pub contexts: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -229,6 +252,9 @@ pub struct OpOverride {
     /// Replace the synthesized example.
     #[serde(default)]
     pub examples: Vec<Spanned<ExampleSpec>>,
+    /// Argument aliases for this op: alias (a dotted path for nested: `task.name`) -> argument.
+    #[serde(default)]
+    pub arg_aliases: BTreeMap<Spanned<String>, String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -87,7 +87,7 @@ fn group_ops(reg: &Registry, node: &GroupNode) -> Vec<String> {
 fn listing(r: &OpRecord, full: bool) -> Value {
     let mut v = json!({"op": r.op, "kind": r.kind.as_str(), "summary": r.summary});
     if full {
-        v["usage"] = json!(usage(r));
+        v["usage"] = json!(r.usage());
     }
     v
 }
@@ -209,34 +209,6 @@ fn entity(
     page
 }
 
-fn arg_placeholder(a: &Arg) -> String {
-    if let Some(values) = &a.enum_ {
-        return values
-            .iter()
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-            .collect::<Vec<_>>()
-            .join("|");
-    }
-    match &a.range {
-        Some(r) => format!("<{} {r}>", a.type_),
-        None => format!("<{}>", a.type_),
-    }
-}
-
-/// `onto.task.update task_id=<string> [state_key=todo|in_progress|blocked|done] ...`
-pub fn usage(r: &OpRecord) -> String {
-    let mut parts = vec![r.op.clone()];
-    for a in &r.args {
-        let piece = format!("{}={}", a.name, arg_placeholder(a));
-        parts.push(if a.required {
-            piece
-        } else {
-            format!("[{piece}]")
-        });
-    }
-    parts.join(" ")
-}
-
 fn first_sentence(text: &str, max: usize) -> String {
     let s = crate::text::first_sentence(text);
     crate::text::truncate_words(&s, max)
@@ -322,7 +294,7 @@ fn op_page(reg: &Registry, r: &OpRecord, full: bool) -> Value {
         "path": r.op,
         "kind": r.kind.as_str(),
         "summary": r.summary,
-        "usage": usage(r),
+        "usage": r.usage(),
         "args": r.args.iter().map(|a| arg_entry(a, full)).collect::<Vec<_>>(),
         "required_args": r.required_args,
         "id_args": r.id_args,

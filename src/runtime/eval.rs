@@ -1,0 +1,131 @@
+//! Search evaluation: recall@k and MRR@10 of the search scorer over a query set, each line
+//! `{"query": "...", "expected": ["tool name or op", ...]}`; a hit is any expected name in the
+//! top k.
+
+use super::Gateway;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+#[derive(Deserialize)]
+struct Line {
+    query: String,
+    expected: Vec<String>,
+}
+
+/// One query's outcome.
+pub struct Outcome {
+    pub query: String,
+    pub expected: Vec<String>,
+    /// 1-based rank of the first expected op, if in the top 10 (or the largest k).
+    pub rank: Option<usize>,
+    pub top: Vec<String>,
+}
+
+pub struct Report {
+    /// `{"recall@1": .., "recall@5": .., "recall@10": .., "mrr@10": .., "queries": n}`
+    pub metrics: Value,
+    pub outcomes: Vec<Outcome>,
+}
+
+impl Report {
+    pub fn metric(&self, name: &str) -> f64 {
+        self.metrics[name].as_f64().unwrap_or(0.0)
+    }
+
+    /// Metrics, then the queries that missed rank 1 (what to look at when tuning synonyms).
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        if let Some(m) = self.metrics.as_object() {
+            for (k, v) in m {
+                out.push_str(&format!("{k:<10} {v}\n"));
+            }
+        }
+        let misses: Vec<&Outcome> = self.outcomes.iter().filter(|o| o.rank != Some(1)).collect();
+        if !misses.is_empty() {
+            out.push_str("\nnot first:\n");
+            for o in misses {
+                let rank = o.rank.map_or("-".to_string(), |r| r.to_string());
+                out.push_str(&format!(
+                    "  rank {rank:>2}  {:?} expected {:?}, got {:?}\n",
+                    o.query,
+                    o.expected,
+                    &o.top[..o.top.len().min(3)]
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// Runs a query set (JSON lines) through the gateway's search scorer.
+pub fn run(gw: &Gateway, jsonl: &str, ks: &[usize]) -> Result<Report, String> {
+    let reg = gw.registry();
+    let depth = ks.iter().copied().chain([10]).max().unwrap_or(10);
+    let mut outcomes = Vec::new();
+    for (i, line) in jsonl
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let l: Line = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let expected_ops: Vec<String> = l
+            .expected
+            .iter()
+            .map(|e| {
+                reg.op_by_tool_name(e)
+                    .map(|r| r.op.clone())
+                    .unwrap_or_else(|| e.clone())
+            })
+            .collect();
+        if let Some(bad) = expected_ops.iter().find(|o| !reg.ops.contains_key(*o)) {
+            return Err(format!(
+                "line {}: expected `{bad}` is not an op or tool name in this registry",
+                i + 1
+            ));
+        }
+        let ranked: Vec<String> = gw
+            .index
+            .rank(reg, &l.query, &|r| !r.hidden)
+            .into_iter()
+            .take(depth)
+            .map(|(op, _)| op)
+            .collect();
+        let rank = ranked
+            .iter()
+            .position(|op| expected_ops.contains(op))
+            .map(|p| p + 1);
+        outcomes.push(Outcome {
+            query: l.query,
+            expected: l.expected,
+            rank,
+            top: ranked,
+        });
+    }
+    if outcomes.is_empty() {
+        return Err("no queries".into());
+    }
+    let n = outcomes.len() as f64;
+    let round = |x: f64| (x * 10_000.0).round() / 10_000.0;
+    let mut m = Map::new();
+    let mut ks = ks.to_vec();
+    ks.sort();
+    ks.dedup();
+    for k in ks {
+        let hits = outcomes
+            .iter()
+            .filter(|o| o.rank.is_some_and(|r| r <= k))
+            .count() as f64;
+        m.insert(format!("recall@{k}"), json!(round(hits / n)));
+    }
+    let mrr: f64 = outcomes
+        .iter()
+        .map(|o| o.rank.filter(|r| *r <= 10).map_or(0.0, |r| 1.0 / r as f64))
+        .sum::<f64>()
+        / n;
+    m.insert("mrr@10".into(), json!(round(mrr)));
+    m.insert("queries".into(), json!(outcomes.len()));
+    Ok(Report {
+        metrics: Value::Object(m),
+        outcomes,
+    })
+}

@@ -1,0 +1,151 @@
+//! The idempotency store for write ops: a repeat with the same key and arguments returns the
+//! first result without running again; the same key with other arguments is a conflict.
+//!
+//! In memory, bounded: at most `capacity` keys (the oldest is evicted first) and each kept for
+//! `ttl`. A key whose first call is still running answers `CONFLICT` to a concurrent repeat.
+//! Failed calls are not remembered, so they can be retried with the same key.
+
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// Defaults: 1,024 keys for 10 minutes.
+pub const DEFAULT_CAPACITY: usize = 1024;
+pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+
+enum State {
+    Running,
+    Done(Value),
+}
+
+struct Entry {
+    op: String,
+    args: Value,
+    at: Instant,
+    state: State,
+}
+
+/// What a key's lookup found.
+#[derive(Debug, PartialEq)]
+pub enum Seen {
+    /// First use: the caller runs the op and then calls `finish` or `abandon`.
+    New,
+    /// Same op and arguments, already done: the stored result.
+    Replay(Value),
+    /// Same key, other op or arguments.
+    Mismatch { op: String },
+    /// Same key and call, still running.
+    InFlight,
+}
+
+pub struct Store {
+    capacity: usize,
+    ttl: Duration,
+    entries: HashMap<String, Entry>,
+    order: VecDeque<String>,
+}
+
+impl Store {
+    pub fn new(capacity: usize, ttl: Duration) -> Self {
+        Store {
+            capacity: capacity.max(1),
+            ttl,
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while let Some(k) = self.order.front() {
+            let stale = self
+                .entries
+                .get(k)
+                .is_none_or(|e| now.duration_since(e.at) > self.ttl);
+            if !stale && self.order.len() <= self.capacity {
+                break;
+            }
+            let k = self.order.pop_front().expect("front exists");
+            self.entries.remove(&k);
+        }
+    }
+
+    /// Looks a key up; on first use reserves it as running.
+    pub fn begin(&mut self, key: &str, op: &str, args: &Value) -> Seen {
+        let now = Instant::now();
+        self.expire(now);
+        if let Some(e) = self.entries.get(key) {
+            if e.op != op || e.args != *args {
+                return Seen::Mismatch { op: e.op.clone() };
+            }
+            return match &e.state {
+                State::Running => Seen::InFlight,
+                State::Done(v) => Seen::Replay(v.clone()),
+            };
+        }
+        self.entries.insert(
+            key.to_string(),
+            Entry {
+                op: op.to_string(),
+                args: args.clone(),
+                at: now,
+                state: State::Running,
+            },
+        );
+        self.order.push_back(key.to_string());
+        self.expire(now);
+        Seen::New
+    }
+
+    /// Stores the result of a successful first call.
+    pub fn finish(&mut self, key: &str, result: Value) {
+        if let Some(e) = self.entries.get_mut(key) {
+            e.state = State::Done(result);
+        }
+    }
+
+    /// Forgets a key whose first call failed, so it can be retried.
+    pub fn abandon(&mut self, key: &str) {
+        self.entries.remove(key);
+        self.order.retain(|k| k != key);
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn replay_conflict_abandon_capacity_ttl() {
+        let mut s = Store::new(2, DEFAULT_TTL);
+        let a = json!({"x": 1});
+        assert_eq!(s.begin("k", "op", &a), Seen::New);
+        assert_eq!(s.begin("k", "op", &a), Seen::InFlight);
+        s.finish("k", json!("r"));
+        assert_eq!(s.begin("k", "op", &a), Seen::Replay(json!("r")));
+        assert_eq!(
+            s.begin("k", "op", &json!({"x": 2})),
+            Seen::Mismatch { op: "op".into() }
+        );
+        assert_eq!(s.begin("j", "op", &a), Seen::New);
+        s.abandon("j");
+        assert_eq!(s.begin("j", "op", &a), Seen::New);
+        assert_eq!(s.begin("third", "op", &a), Seen::New);
+        assert_eq!(s.len(), 2, "capacity evicts the oldest");
+        assert_eq!(s.begin("k", "op", &a), Seen::New, "k was evicted");
+
+        let mut t = Store::new(10, Duration::from_millis(0));
+        assert_eq!(t.begin("k", "op", &a), Seen::New);
+        t.finish("k", json!(1));
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(t.begin("k", "op", &a), Seen::New, "expired after the ttl");
+    }
+}
