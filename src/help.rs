@@ -9,6 +9,7 @@ use crate::registry::Registry;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The path of the root page.
 pub const ROOT: &str = "root";
@@ -21,11 +22,12 @@ pub struct HelpDoc {
     pub pages: BTreeMap<String, HelpPages>,
 }
 
-/// The two formats of one path.
+/// The two formats of one path. Shared (`Arc`), so serving an unmodified page copies a pointer,
+/// not the page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HelpPages {
-    pub short: Value,
-    pub full: Value,
+    pub short: Arc<Value>,
+    pub full: Arc<Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -73,7 +75,7 @@ impl HelpDoc {
 
     /// The page for a request. Paths are matched exactly, then as a tool name (the answer says
     /// which path it served); anything else gets an `UNKNOWN_PATH` answer with the closest paths.
-    pub fn lookup(&self, reg: &Registry, req: &HelpRequest) -> Value {
+    pub fn lookup(&self, reg: &Registry, req: &HelpRequest) -> Arc<Value> {
         let asked = req.path.trim();
         let (path, resolved_from) = if asked.is_empty() {
             (ROOT.to_string(), None)
@@ -84,13 +86,18 @@ impl HelpDoc {
         } else if self.pages.contains_key(&asked.to_lowercase()) {
             (asked.to_lowercase(), Some(asked))
         } else {
-            return self.unknown(reg, asked);
+            return Arc::new(self.unknown(reg, asked));
         };
         let pages = &self.pages[&path];
-        let mut page = match req.format {
-            Format::Short => pages.short.clone(),
-            Format::Full => pages.full.clone(),
+        let shared = match req.format {
+            Format::Short => &pages.short,
+            Format::Full => &pages.full,
         };
+        let untouched = resolved_from.is_none() && req.include_examples && !req.include_schemas;
+        if untouched {
+            return Arc::clone(shared);
+        }
+        let mut page = Value::clone(shared);
         if let Some(obj) = page.as_object_mut() {
             if let Some(from) = resolved_from {
                 obj.insert("resolved_from".into(), json!(from));
@@ -115,7 +122,7 @@ impl HelpDoc {
                 }
             }
         }
-        page
+        Arc::new(page)
     }
 
     /// The closest known paths to `asked`: paths it is a suffix or prefix of first, then by

@@ -116,21 +116,21 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
     let all: Vec<&Value> = help
         .pages
         .values()
-        .flat_map(|p| [&p.short, &p.full])
+        .flat_map(|p| [p.short.as_ref(), p.full.as_ref()])
         .collect();
-    let short: Vec<&Value> = help.pages.values().map(|p| &p.short).collect();
-    let full_pages: Vec<&Value> = help.pages.values().map(|p| &p.full).collect();
+    let short: Vec<&Value> = help.pages.values().map(|p| p.short.as_ref()).collect();
+    let full_pages: Vec<&Value> = help.pages.values().map(|p| p.full.as_ref()).collect();
     let op_short: Vec<&Value> = help
         .pages
         .iter()
         .filter(|(k, _)| reg.ops.contains_key(*k))
-        .map(|(_, p)| &p.short)
+        .map(|(_, p)| p.short.as_ref())
         .collect();
     let op_full: Vec<&Value> = help
         .pages
         .iter()
         .filter(|(k, _)| reg.ops.contains_key(*k))
-        .map(|(_, p)| &p.full)
+        .map(|(_, p)| p.full.as_ref())
         .collect();
     let mut full_entry = full.json();
     full_entry["tools"] = json!(direct.len());

@@ -35,8 +35,8 @@ pub fn emit(reg: &Registry) -> FileMap {
 pub fn build(reg: &Registry) -> HelpDoc {
     let mut pages = BTreeMap::new();
     let both = |f: &dyn Fn(bool) -> Value| HelpPages {
-        short: f(false),
-        full: f(true),
+        short: std::sync::Arc::new(f(false)),
+        full: std::sync::Arc::new(f(true)),
     };
     pages.insert(ROOT.to_string(), both(&|full| root(reg, full)));
     for (g, node) in &reg.tree {

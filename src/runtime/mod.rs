@@ -409,7 +409,7 @@ impl Gateway {
 
     /// help: precomputed pages by lookup. Ops, tool names and common misspellings
     /// (`onto.tasks.list`, `task.list`) resolve; the answer says which path it served.
-    pub fn help(&self, req: &HelpRequest) -> Value {
+    pub fn help(&self, req: &HelpRequest) -> Arc<Value> {
         let page = self.help.lookup(&self.registry, req);
         if page.get("error").is_none() {
             return page;
@@ -421,12 +421,12 @@ impl Gateway {
                     ..req.clone()
                 };
                 fixed.path = op.to_string();
-                let mut page = self.help.lookup(&self.registry, &fixed);
+                let mut page = Value::clone(&self.help.lookup(&self.registry, &fixed));
                 if let (Some(obj), Some(w)) = (page.as_object_mut(), how.warning(&req.path, op)) {
                     obj.insert("resolved_from".into(), json!(req.path.trim()));
                     obj.insert("note".into(), json!(w));
                 }
-                page
+                Arc::new(page)
             }
             None => page,
         }

@@ -140,6 +140,10 @@ struct Doc {
     qualifier: Vec<String>,
 }
 
+const PART_ENTITY: u8 = 1;
+const PART_ACTION: u8 = 2;
+const PART_QUALIFIER: u8 = 4;
+
 /// Bonuses when the query names an op's entity, action or qualifier: the op's structure says
 /// more about what it does than any word count in its description.
 const ENTITY_BONUS: f64 = 3.0;
@@ -204,9 +208,13 @@ pub const MAX_LIMIT: usize = 50;
 /// A search index over one registry's ops.
 pub struct SearchIndex {
     ops: Vec<String>,
-    docs: Vec<Doc>,
-    df: HashMap<String, f64>,
-    avg_len: [f64; FIELDS],
+    /// term -> (op index, its BM25F term weight: field tfs weighted and length-normalized).
+    /// Query-independent, so computed once; a query only touches its terms' postings.
+    postings: HashMap<String, Vec<(u32, f64)>>,
+    /// term -> inverse document frequency.
+    idf: HashMap<String, f64>,
+    /// term -> (op index, which structural parts hold it: ENTITY | ACTION | QUALIFIER bits).
+    structure: HashMap<String, Vec<(u32, u8)>>,
     synonyms: HashMap<String, Vec<String>>,
     write_actions: Vec<String>,
     /// Every entity word of the catalog, to tell which query words name entities.
@@ -325,13 +333,49 @@ impl SearchIndex {
             docs.iter().flat_map(|d| d.entity.iter().cloned()).collect();
         entity_words.sort();
         entity_words.dedup();
+        let mut postings: HashMap<String, Vec<(u32, f64)>> = HashMap::new();
+        let mut structure: HashMap<String, Vec<(u32, u8)>> = HashMap::new();
+        for (i, d) in docs.iter().enumerate() {
+            let mut weights: HashMap<&String, f64> = HashMap::new();
+            for f in 0..FIELDS {
+                let norm = 1.0 - B[f] + B[f] * d.len[f] / avg_len[f];
+                for (t, raw) in &d.tf[f] {
+                    *weights.entry(t).or_default() += WEIGHT[f] * raw / norm;
+                }
+            }
+            let mut terms: Vec<(&String, f64)> = weights.into_iter().collect();
+            terms.sort_by(|a, b| a.0.cmp(b.0));
+            for (t, w) in terms {
+                postings.entry(t.clone()).or_default().push((i as u32, w));
+            }
+            let mut parts: BTreeMap<&String, u8> = BTreeMap::new();
+            for (bit, words) in [
+                (PART_ENTITY, &d.entity),
+                (PART_ACTION, &d.action),
+                (PART_QUALIFIER, &d.qualifier),
+            ] {
+                for w in words {
+                    *parts.entry(w).or_default() |= bit;
+                }
+            }
+            for (w, bits) in parts {
+                structure
+                    .entry(w.clone())
+                    .or_default()
+                    .push((i as u32, bits));
+            }
+        }
+        let idf = df
+            .iter()
+            .map(|(t, df)| (t.clone(), (1.0 + (n - df + 0.5) / (df + 0.5)).ln()))
+            .collect();
         SearchIndex {
             entity_words,
             structure_df,
             ops,
-            docs,
-            df,
-            avg_len,
+            postings,
+            idf,
+            structure,
             synonyms,
             write_actions,
         }
@@ -355,85 +399,102 @@ impl SearchIndex {
         terms
     }
 
-    fn score(&self, doc: &Doc, terms: &[(String, f64)]) -> f64 {
-        let n = self.docs.len() as f64;
+    /// Scores every op a query touches: BM25F over the text fields plus the structure bonuses.
+    /// Returns dense scores (by op index) and the indices touched.
+    fn scores(&self, terms: &[(String, f64)]) -> (Vec<f64>, Vec<u32>) {
+        let n = self.ops.len();
+        let mut total = vec![0.0; n];
+        let mut touched: Vec<u32> = Vec::new();
         // Each structural part counts once, at the best weight a query term gives it, scaled by
         // how distinctive the word is across the catalog's structure (an IDF: `relationships`
         // names one op, `task` eight).
-        let distinct = |t: &str| {
-            let df = self.structure_df.get(t).copied().unwrap_or(1.0);
-            0.5 + 0.5 * (1.0 + n / df).ln() / (1.0 + n).ln()
+        let mut parts: Vec<[f64; 3]> = vec![[0.0; 3]; n];
+        let mut seen = vec![false; n];
+        let mut touch = |d: u32, touched: &mut Vec<u32>| {
+            if !std::mem::replace(&mut seen[d as usize], true) {
+                touched.push(d);
+            }
         };
-        let part = |words: &[String]| {
-            terms
-                .iter()
-                .filter(|(t, _)| words.contains(t))
-                .map(|(t, w)| w * distinct(t))
-                .fold(0.0, f64::max)
-        };
+        for (t, qw) in terms {
+            if let (Some(list), Some(idf)) = (self.postings.get(t), self.idf.get(t)) {
+                for (d, tf) in list {
+                    touch(*d, &mut touched);
+                    total[*d as usize] += qw * idf * tf / (K1 + tf);
+                }
+            }
+            if let Some(list) = self.structure.get(t) {
+                let df = self.structure_df.get(t).copied().unwrap_or(1.0);
+                let w = qw * (0.5 + 0.5 * (1.0 + n as f64 / df).ln() / (1.0 + n as f64).ln());
+                for (d, bits) in list {
+                    touch(*d, &mut touched);
+                    let p = &mut parts[*d as usize];
+                    for (k, bit) in [PART_ENTITY, PART_ACTION, PART_QUALIFIER]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        if bits & bit != 0 {
+                            p[k] = p[k].max(w);
+                        }
+                    }
+                }
+            }
+        }
         let first_entity = terms
             .iter()
             .find(|(t, _)| self.entity_words.contains(t))
             .map(|(t, _)| t);
-        let entity_share = match first_entity {
-            Some(t) if !doc.entity.contains(t) => LATER_ENTITY,
-            _ => 1.0,
-        };
-        let structure = ENTITY_BONUS * entity_share * part(&doc.entity)
-            + ACTION_BONUS * part(&doc.action)
-            + QUALIFIER_BONUS * part(&doc.qualifier);
-        let text: f64 = terms
-            .iter()
-            .map(|(t, qw)| {
-                let df = self.df.get(t).copied().unwrap_or(0.0);
-                if df == 0.0 {
-                    return 0.0;
-                }
-                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-                let tf: f64 = (0..FIELDS)
-                    .map(|f| {
-                        let raw = doc.tf[f].get(t).copied().unwrap_or(0.0);
-                        let norm = 1.0 - B[f] + B[f] * doc.len[f] / self.avg_len[f];
-                        WEIGHT[f] * raw / norm
-                    })
-                    .sum();
-                qw * idf * tf / (K1 + tf)
-            })
-            .sum();
-        structure + text
+        let mut has_first = vec![false; n];
+        if let Some(list) = first_entity.and_then(|t| self.structure.get(t)) {
+            for (d, bits) in list {
+                has_first[*d as usize] = bits & PART_ENTITY != 0;
+            }
+        }
+        for &d in &touched {
+            let (d, p) = (d as usize, parts[d as usize]);
+            let share = if first_entity.is_some() && !has_first[d] {
+                LATER_ENTITY
+            } else {
+                1.0
+            };
+            total[d] += ENTITY_BONUS * share * p[0] + ACTION_BONUS * p[1] + QUALIFIER_BONUS * p[2];
+        }
+        (total, touched)
     }
 
-    /// Every op with a positive score, best first, as (op, score); `exact` ops first.
-    pub fn rank(
+    /// Op indices with a positive score, best first; an exact op or tool name first of all.
+    fn rank_ids(
         &self,
         reg: &Registry,
         query: &str,
         allowed: &dyn Fn(&OpRecord) -> bool,
-    ) -> Vec<(String, f64)> {
+    ) -> Vec<(u32, f64)> {
         let q = query.trim();
         let exact = reg
             .ops
             .get(q)
             .or_else(|| reg.op_by_tool_name(q))
             .or_else(|| reg.ops.get(&q.to_lowercase()))
-            .map(|r| r.op.clone());
+            .map(|r| r.op.as_str());
         let terms = self.terms(q);
         let writes = terms.iter().any(|(t, _)| self.write_actions.contains(t));
-        let mut scored: Vec<(String, f64, Kind)> = self
-            .ops
-            .iter()
-            .zip(&self.docs)
-            .filter_map(|(op, doc)| {
-                let r = &reg.ops[op];
-                if !allowed(r) {
-                    return None;
-                }
-                let s = if exact.as_deref() == Some(op.as_str()) {
-                    f64::INFINITY
-                } else {
-                    self.score(doc, &terms)
-                };
-                (s > 0.0).then(|| (op.clone(), s, r.kind))
+        let (mut scores, mut touched) = self.scores(&terms);
+        if let Some(i) = exact.and_then(|e| self.ops.iter().position(|o| o == e)) {
+            if scores[i] == 0.0 {
+                touched.push(i as u32);
+            }
+            scores[i] = f64::INFINITY;
+        }
+        // The index was built from `reg.ops` in order, so index i is the i-th record.
+        let records: Vec<&OpRecord> = reg.ops.values().collect();
+        let mut scored: Vec<(u32, f64, bool)> = touched
+            .into_iter()
+            .filter(|d| scores[*d as usize] > 0.0 && allowed(records[*d as usize]))
+            .map(|d| {
+                (
+                    d,
+                    scores[d as usize],
+                    records[d as usize].kind == Kind::Write,
+                )
             })
             .collect();
         let key = |s: f64| {
@@ -448,14 +509,27 @@ impl SearchIndex {
                 .cmp(&key(a.1))
                 .then_with(|| {
                     if writes {
-                        (b.2 == Kind::Write).cmp(&(a.2 == Kind::Write))
+                        b.2.cmp(&a.2)
                     } else {
                         std::cmp::Ordering::Equal
                     }
                 })
-                .then_with(|| a.0.cmp(&b.0))
+                .then_with(|| self.ops[a.0 as usize].cmp(&self.ops[b.0 as usize]))
         });
-        scored.into_iter().map(|(op, s, _)| (op, s)).collect()
+        scored.into_iter().map(|(d, s, _)| (d, s)).collect()
+    }
+
+    /// Every op with a positive score, best first, as (op, score); an exact op or tool name first.
+    pub fn rank(
+        &self,
+        reg: &Registry,
+        query: &str,
+        allowed: &dyn Fn(&OpRecord) -> bool,
+    ) -> Vec<(String, f64)> {
+        self.rank_ids(reg, query, allowed)
+            .into_iter()
+            .map(|(d, s)| (self.ops[d as usize].clone(), s))
+            .collect()
     }
 
     /// A search call (the gateway's `search`).
@@ -480,7 +554,7 @@ impl SearchIndex {
                     .as_deref()
                     .is_none_or(|e| r.entity.as_deref() == Some(e))
         };
-        let ranked = self.rank(reg, &req.query, &allowed);
+        let ranked = self.rank_ids(reg, &req.query, &allowed);
         let limit = req.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
         let offset: usize = req
             .cursor
@@ -492,8 +566,8 @@ impl SearchIndex {
             .enumerate()
             .skip(offset)
             .take(limit)
-            .map(|(i, (op, score))| {
-                let r = &reg.ops[op];
+            .map(|(i, (d, score))| {
+                let r = &reg.ops[&self.ops[*d as usize]];
                 let top = i < 3;
                 Hit {
                     op: r.op.clone(),
