@@ -12,6 +12,7 @@ pub mod diag;
 pub mod help;
 pub mod registry;
 pub mod resolve;
+pub mod schema;
 pub mod text;
 
 #[cfg(feature = "runtime")]

@@ -107,31 +107,7 @@ pub fn deferred_description(reg: &Registry, r: &OpRecord) -> String {
 pub fn strip_descriptions(schema: &mut Value) {
     let Value::Object(node) = schema else { return };
     node.shift_remove("description");
-    for key in ["properties", "patternProperties", "$defs", "definitions"] {
-        if let Some(Value::Object(map)) = node.get_mut(key) {
-            map.values_mut().for_each(strip_descriptions);
-        }
-    }
-    for key in [
-        "items",
-        "additionalProperties",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contains",
-    ] {
-        match node.get_mut(key) {
-            Some(v @ Value::Object(_)) => strip_descriptions(v),
-            Some(Value::Array(list)) => list.iter_mut().for_each(strip_descriptions),
-            _ => {}
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-        if let Some(Value::Array(list)) = node.get_mut(key) {
-            list.iter_mut().for_each(strip_descriptions);
-        }
-    }
+    crate::schema::for_each_subschema_mut(node, |_, sub| strip_descriptions(sub));
 }
 
 fn groups(reg: &Registry) -> Vec<&str> {

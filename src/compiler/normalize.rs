@@ -113,40 +113,9 @@ impl Normalizer<'_> {
     }
 
     fn recurse(&mut self, obj: &mut Map<String, Value>, ptr: &str) {
-        for key in ["properties", "patternProperties", "$defs", "definitions"] {
-            if let Some(Value::Object(map)) = obj.get_mut(key) {
-                for (name, sub) in map.iter_mut() {
-                    let p = format!("{ptr}/{key}/{}", pointer_segment(name));
-                    self.node(sub, &p);
-                }
-            }
-        }
-        for key in [
-            "items",
-            "additionalProperties",
-            "not",
-            "if",
-            "then",
-            "else",
-            "contains",
-        ] {
-            match obj.get_mut(key) {
-                Some(sub @ Value::Object(_)) => self.node(sub, &format!("{ptr}/{key}")),
-                Some(Value::Array(list)) if key == "items" => {
-                    for (i, sub) in list.iter_mut().enumerate() {
-                        self.node(sub, &format!("{ptr}/{key}/{i}"));
-                    }
-                }
-                _ => {}
-            }
-        }
-        for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-            if let Some(Value::Array(list)) = obj.get_mut(key) {
-                for (i, sub) in list.iter_mut().enumerate() {
-                    self.node(sub, &format!("{ptr}/{key}/{i}"));
-                }
-            }
-        }
+        crate::schema::for_each_subschema_mut(obj, |suffix, sub| {
+            self.node(sub, &format!("{ptr}{suffix}"))
+        });
     }
 
     fn fix_type(&mut self, obj: &mut Map<String, Value>, ptr: &str) {
