@@ -29,11 +29,14 @@ pub struct Generated {
 
 /// Compiles a definitions folder and renders the chosen artifacts, writing nothing.
 pub fn generate(definitions: &Path, emitters: &[Emitter]) -> Generated {
-    let compiled = compile(definitions);
+    let mut compiled = compile(definitions);
+    let mut diags = Diagnostics::default();
     let files = compiled
         .registry
         .as_ref()
-        .map(|r| crate::emit::emit(r, emitters));
+        .map(|r| crate::emit::emit(r, emitters, &mut diags));
+    compiled.diagnostics.extend(diags);
+    compiled.diagnostics.sort();
     Generated { compiled, files }
 }
 

@@ -35,9 +35,12 @@ struct Out {
     /// Output folder (toolreg owns it: stale files in it are removed)
     #[arg(long, short = 'o', value_name = "DIR", default_value = "generated")]
     out: PathBuf,
-    /// Artifacts to write, comma-separated: registry, help, surfaces, report (default: all)
+    /// Artifacts to write, comma-separated: registry, help, surfaces, report, rust, ts, docs (default: all)
     #[arg(long, value_delimiter = ',', value_parser = parse_emitter, value_name = "LIST")]
     emit: Vec<Emitter>,
+    /// Fail when an emitter cannot do its whole job (e.g. an op typify cannot type)
+    #[arg(long)]
+    strict: bool,
 }
 
 impl Out {
@@ -206,6 +209,13 @@ fn show(diags: &Diagnostics, format: Format) {
     }
 }
 
+/// Under `--strict`, emitter fallbacks are failures.
+fn strict_failure(diags: &Diagnostics) -> bool {
+    diags
+        .iter()
+        .any(|d| d.code == toolreg::diag::Code::UntypedOp)
+}
+
 fn display(p: &std::path::Path) -> String {
     p.to_string_lossy()
         .replace('\\', "/")
@@ -219,6 +229,13 @@ pub fn run() -> ExitCode {
         Command::Build { defs, out, format } => {
             let g = generate(&defs.definitions, &out.emitters());
             show(&g.compiled.diagnostics, format);
+            if out.strict && strict_failure(&g.compiled.diagnostics) {
+                eprintln!(
+                    "error: --strict: an emitter could not do its whole job; `{}` was not changed",
+                    display(&out.out)
+                );
+                return ExitCode::from(2);
+            }
             let Some(files) = g.files else {
                 eprintln!(
                     "error: build stopped; `{}` was not changed",
@@ -253,6 +270,10 @@ pub fn run() -> ExitCode {
         }
         Command::Check { defs, out, format } => {
             let g = generate(&defs.definitions, &out.emitters());
+            if out.strict && strict_failure(&g.compiled.diagnostics) {
+                show(&g.compiled.diagnostics, format);
+                return ExitCode::from(2);
+            }
             let Some(files) = g.files else {
                 show(&g.compiled.diagnostics, format);
                 eprintln!(

@@ -89,6 +89,8 @@ codes! {
     SurfaceName = "TR062", Error, "a surface tool name is not valid for providers";
     OpenParameters = "TR063", Warning, "a tool's parameters do not set `additionalProperties: false`";
     OverBudget = "TR064", Warning, "a tool, profile or gateway exceeds its token budget";
+    // Emitters.
+    UntypedOp = "TR070", Warning, "an op's schema could not be typed in the Rust output and falls back to serde_json::Value";
     // Writing output.
     OutputIo = "TR050", Error, "the output folder could not be written";
     OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";

@@ -14,7 +14,7 @@ const CATALOGS: &[(&str, &str)] = &[
 ];
 
 #[test]
-fn committed_output_is_current_for_both_catalogs() {
+fn committed_output_is_current_for_every_catalog() {
     for (defs, out) in CATALOGS {
         let o = toolreg(
             &common::repo(),

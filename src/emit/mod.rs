@@ -5,9 +5,11 @@
 pub mod help;
 pub mod registry_json;
 pub mod report;
+pub mod rust;
 pub mod surfaces;
 
 use crate::canonical::to_pretty;
+use crate::diag::Diagnostics;
 use crate::registry::{Registry, FORMAT_VERSION, GENERATOR};
 use std::collections::BTreeMap;
 
@@ -28,6 +30,8 @@ pub enum Emitter {
     Surfaces,
     /// `report.json`: sizes and token counts.
     Report,
+    /// `rust/registry.rs`: typed argument structs and op glue.
+    Rust,
 }
 
 impl Emitter {
@@ -36,6 +40,7 @@ impl Emitter {
         Emitter::Help,
         Emitter::Surfaces,
         Emitter::Report,
+        Emitter::Rust,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,6 +49,7 @@ impl Emitter {
             Emitter::Help => "help",
             Emitter::Surfaces => "surfaces",
             Emitter::Report => "report",
+            Emitter::Rust => "rust",
         }
     }
 
@@ -51,29 +57,26 @@ impl Emitter {
         Emitter::ALL.iter().copied().find(|e| e.name() == name)
     }
 
-    fn emit(self, reg: &Registry) -> FileMap {
+    fn emit(self, reg: &Registry, diags: &mut Diagnostics) -> FileMap {
         match self {
             Emitter::Registry => registry_json::emit(reg),
             Emitter::Help => help::emit(reg),
             Emitter::Surfaces => surfaces::emit(reg),
             Emitter::Report => report::emit(reg),
+            Emitter::Rust => rust::emit(reg, diags),
         }
     }
 }
 
-/// The artifacts of the chosen emitters, manifest included.
-pub fn emit(reg: &Registry, emitters: &[Emitter]) -> FileMap {
+/// The artifacts of the chosen emitters, manifest included. Emitters that can only do part of
+/// their job (an op typify cannot type) say so in `diags`.
+pub fn emit(reg: &Registry, emitters: &[Emitter], diags: &mut Diagnostics) -> FileMap {
     let mut files = FileMap::new();
     for e in emitters {
-        files.extend(e.emit(reg));
+        files.extend(e.emit(reg, diags));
     }
     add_manifest(reg, &mut files);
     files
-}
-
-/// Every artifact for a registry, manifest included.
-pub fn emit_all(reg: &Registry) -> FileMap {
-    emit(reg, Emitter::ALL)
 }
 
 /// Adds `toolreg.manifest.json`: generator, versions and a blake3 per file. `toolreg build`
