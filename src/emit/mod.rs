@@ -7,6 +7,7 @@ pub mod registry_json;
 pub mod report;
 pub mod rust;
 pub mod surfaces;
+pub mod typescript;
 
 use crate::canonical::to_pretty;
 use crate::diag::Diagnostics;
@@ -32,6 +33,8 @@ pub enum Emitter {
     Report,
     /// `rust/registry.rs`: typed argument structs and op glue.
     Rust,
+    /// `ts/registry.ts`: TypeScript bindings.
+    Ts,
 }
 
 impl Emitter {
@@ -41,6 +44,7 @@ impl Emitter {
         Emitter::Surfaces,
         Emitter::Report,
         Emitter::Rust,
+        Emitter::Ts,
     ];
 
     pub fn name(self) -> &'static str {
@@ -50,6 +54,7 @@ impl Emitter {
             Emitter::Surfaces => "surfaces",
             Emitter::Report => "report",
             Emitter::Rust => "rust",
+            Emitter::Ts => "ts",
         }
     }
 
@@ -64,6 +69,7 @@ impl Emitter {
             Emitter::Surfaces => surfaces::emit(reg),
             Emitter::Report => report::emit(reg),
             Emitter::Rust => rust::emit(reg, diags),
+            Emitter::Ts => typescript::emit(reg),
         }
     }
 }

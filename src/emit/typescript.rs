@@ -1,0 +1,302 @@
+//! `ts/registry.ts`: TypeScript bindings, plain TypeScript with no runtime packages.
+//!
+//! One `export interface {Op}Args` per op (JSDoc from descriptions, declared property order,
+//! required vs optional, string-literal unions for enums, an index signature only where the
+//! schema explicitly allows extra properties: `additionalProperties: true` or a schema), named
+//! types for `$defs` namespaced by op, and the maps and unions that make calls typed:
+//! `Op`, `ToolName`, `OpArgs`, `OP_TO_TOOL`, `TOOL_TO_OP`, `OP_KIND`, `REGISTRY_VERSION`,
+//! `ExecCall<O>`.
+
+use super::rust::pascal;
+use super::FileMap;
+use crate::registry::Registry;
+use heck::ToUpperCamelCase;
+use serde_json::Value;
+
+pub const FILE: &str = "ts/registry.ts";
+
+fn jsdoc(text: &str, indent: &str) -> String {
+    let text = text.trim().replace("*/", "*\\/");
+    if text.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() == 1 {
+        return format!("{indent}/** {} */\n", lines[0]);
+    }
+    let body: String = lines
+        .iter()
+        .map(|l| format!("{indent} * {l}\n").replace(" * \n", " *\n"))
+        .collect();
+    format!("{indent}/**\n{body}{indent} */\n")
+}
+
+fn is_ident(name: &str) -> bool {
+    let mut c = name.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_' || f == '$')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '$')
+}
+
+fn key(name: &str) -> String {
+    if is_ident(name) {
+        name.to_string()
+    } else {
+        format!("{name:?}")
+    }
+}
+
+fn literal(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Type names for `$defs` of one op.
+struct Ctx<'a> {
+    stem: &'a str,
+}
+
+impl Ctx<'_> {
+    fn ref_name(&self, r: &str) -> Option<String> {
+        ["#/$defs/", "#/definitions/"]
+            .iter()
+            .find_map(|p| r.strip_prefix(p))
+            .map(|n| format!("{}{}", self.stem, n.to_upper_camel_case()))
+    }
+
+    fn union(&self, items: &[Value], depth: usize) -> String {
+        let mut parts: Vec<String> = items.iter().map(|i| self.ty(i, depth)).collect();
+        parts.dedup();
+        if parts.len() == 1 {
+            return parts.remove(0);
+        }
+        parts
+            .iter()
+            .map(|p| {
+                if p.contains('|') && !p.starts_with('{') {
+                    format!("({p})")
+                } else {
+                    p.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    /// The TypeScript type of a schema. `depth` is the indent level of nested object literals.
+    fn ty(&self, s: &Value, depth: usize) -> String {
+        let Some(obj) = s.as_object() else {
+            return if s == &Value::Bool(false) {
+                "never".into()
+            } else {
+                "unknown".into()
+            };
+        };
+        if let Some(r) = obj.get("$ref").and_then(Value::as_str) {
+            return self.ref_name(r).unwrap_or_else(|| "unknown".into());
+        }
+        if let Some(c) = obj.get("const") {
+            return literal(c);
+        }
+        if let Some(values) = obj.get("enum").and_then(Value::as_array) {
+            return values.iter().map(literal).collect::<Vec<_>>().join(" | ");
+        }
+        for k in ["oneOf", "anyOf"] {
+            if let Some(items) = obj.get(k).and_then(Value::as_array) {
+                return self.union(items, depth);
+            }
+        }
+        if let Some(items) = obj.get("allOf").and_then(Value::as_array) {
+            return items
+                .iter()
+                .map(|i| self.ty(i, depth))
+                .collect::<Vec<_>>()
+                .join(" & ");
+        }
+        let types: Vec<&str> = match obj.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ if obj.contains_key("properties") => vec!["object"],
+            _ => return "unknown".into(),
+        };
+        let parts: Vec<String> = types
+            .iter()
+            .map(|t| match *t {
+                "string" => "string".to_string(),
+                "integer" | "number" => "number".to_string(),
+                "boolean" => "boolean".to_string(),
+                "null" => "null".to_string(),
+                "array" => match obj.get("items").filter(|i| i.is_object()) {
+                    Some(items) => {
+                        let inner = self.ty(items, depth);
+                        if inner.contains(' ') && !inner.starts_with('{') {
+                            format!("Array<{inner}>")
+                        } else {
+                            format!("{inner}[]")
+                        }
+                    }
+                    None => "unknown[]".to_string(),
+                },
+                "object" => self.object(obj, depth),
+                _ => "unknown".to_string(),
+            })
+            .collect();
+        parts.join(" | ")
+    }
+
+    /// Property lines of an object type (for interfaces and object literals).
+    fn members(&self, obj: &serde_json::Map<String, Value>, depth: usize) -> String {
+        let indent = "  ".repeat(depth + 1);
+        let required: Vec<&str> = obj
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut out = String::new();
+        if let Some(props) = obj.get("properties").and_then(Value::as_object) {
+            for (name, sub) in props {
+                let mut doc = sub
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                if let Some(d) = sub.get("default") {
+                    doc = format!(
+                        "{doc}{}@default {}",
+                        if doc.is_empty() { "" } else { "\n" },
+                        d
+                    );
+                }
+                out.push_str(&jsdoc(&doc, &indent));
+                let opt = if required.contains(&name.as_str()) {
+                    ""
+                } else {
+                    "?"
+                };
+                out.push_str(&format!(
+                    "{indent}{}{opt}: {};\n",
+                    key(name),
+                    self.ty(sub, depth + 1)
+                ));
+            }
+        }
+        match obj.get("additionalProperties") {
+            Some(Value::Bool(true)) => out.push_str(&format!("{indent}[key: string]: unknown;\n")),
+            Some(extra @ Value::Object(_)) => {
+                // Declared properties must fit the index signature too.
+                let t = self.ty(extra, depth + 1);
+                let t = if obj
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .is_some_and(|p| !p.is_empty())
+                {
+                    "unknown".to_string()
+                } else {
+                    t
+                };
+                out.push_str(&format!("{indent}[key: string]: {t};\n"));
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn object(&self, obj: &serde_json::Map<String, Value>, depth: usize) -> String {
+        let body = self.members(obj, depth);
+        if body.is_empty() {
+            return "Record<string, never>".into();
+        }
+        format!("{{\n{body}{}}}", "  ".repeat(depth))
+    }
+}
+
+pub fn generate(reg: &Registry) -> String {
+    let mut o = format!(
+        "// @generated by toolreg from registry `{}` ({}). Do not edit: run `toolreg build`.\n\n",
+        reg.name, reg.registry_version
+    );
+    o.push_str(&format!("/** The registry these bindings were generated from. */\nexport const REGISTRY_VERSION = {:?} as const;\n\n", reg.registry_version));
+    for r in reg.ops.values() {
+        let stem = pascal(&r.op);
+        let ctx = Ctx { stem: &stem };
+        let schema = &r.parameters_schema;
+        for k in ["$defs", "definitions"] {
+            if let Some(defs) = schema.get(k).and_then(Value::as_object) {
+                for (name, def) in defs {
+                    o.push_str(&jsdoc(
+                        def.get("description")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default(),
+                        "",
+                    ));
+                    o.push_str(&format!(
+                        "export type {stem}{} = {};\n\n",
+                        name.to_upper_camel_case(),
+                        ctx.ty(def, 0)
+                    ));
+                }
+            }
+        }
+        o.push_str(&jsdoc(
+            &format!(
+                "Arguments of `{}` (tool `{}`): {}",
+                r.op, r.tool_name, r.summary
+            ),
+            "",
+        ));
+        let members = schema
+            .as_object()
+            .map(|obj| ctx.members(obj, 0))
+            .unwrap_or_default();
+        if members.is_empty() {
+            o.push_str(&format!(
+                "export type {stem}Args = Record<string, never>;\n\n"
+            ));
+        } else {
+            o.push_str(&format!("export interface {stem}Args {{\n{members}}}\n\n"));
+        }
+    }
+    let ops: Vec<&crate::registry::OpRecord> = reg.ops.values().collect();
+    let union = |items: Vec<String>| {
+        if items.is_empty() {
+            "never".to_string()
+        } else {
+            items.join("\n  | ")
+        }
+    };
+    o.push_str(&format!(
+        "/** Every op. */\nexport type Op =\n  | {};\n\n",
+        union(ops.iter().map(|r| format!("{:?}", r.op)).collect())
+    ));
+    o.push_str(&format!(
+        "/** Every tool name. */\nexport type ToolName =\n  | {};\n\n",
+        union(ops.iter().map(|r| format!("{:?}", r.tool_name)).collect())
+    ));
+    o.push_str("/** The arguments of each op. */\nexport interface OpArgs {\n");
+    for r in &ops {
+        o.push_str(&format!("  {:?}: {}Args;\n", r.op, pascal(&r.op)));
+    }
+    o.push_str("}\n\n/** op -> tool name. */\nexport const OP_TO_TOOL: { readonly [O in Op]: ToolName } = {\n");
+    for r in &ops {
+        o.push_str(&format!("  {:?}: {:?},\n", r.op, r.tool_name));
+    }
+    o.push_str("};\n\n/** tool name -> op. */\nexport const TOOL_TO_OP: { readonly [T in ToolName]: Op } = {\n");
+    for r in &ops {
+        o.push_str(&format!("  {:?}: {:?},\n", r.tool_name, r.op));
+    }
+    o.push_str("};\n\n/** Whether each op reads or writes. */\nexport const OP_KIND: { readonly [O in Op]: \"read\" | \"write\" } = {\n");
+    for r in &ops {
+        o.push_str(&format!("  {:?}: {:?},\n", r.op, r.kind.as_str()));
+    }
+    o.push_str(
+        "};\n\n/** A typed exec call: the arguments must be those of the op. */\nexport type ExecCall<O extends Op = Op> = {\n  op: O;\n  args: OpArgs[O];\n  idempotency_key?: string;\n  dry_run?: boolean;\n};\n",
+    );
+    o
+}
+
+pub fn emit(reg: &Registry) -> FileMap {
+    FileMap::from([(FILE.to_string(), generate(reg))])
+}
