@@ -14,7 +14,7 @@
 
 use crate::compiler::{compile, Compiled};
 use crate::diag::{Diagnostic, Diagnostics, Severity};
-use crate::emit::{Emitter, FileMap};
+use crate::emit::{Emitter, FileMap, Settings};
 use crate::output::{self, Ownership, WriteReport};
 use crate::registry::Registry;
 use std::fmt;
@@ -29,15 +29,25 @@ pub struct Generated {
 
 /// Compiles a definitions folder and renders the chosen artifacts, writing nothing.
 pub fn generate(definitions: &Path, emitters: &[Emitter]) -> Generated {
+    generate_with(definitions, emitters, &Settings::default())
+}
+
+/// `generate` with emitter settings (custom templates). An emitter error (a broken template)
+/// means no files, like a compile error.
+pub fn generate_with(definitions: &Path, emitters: &[Emitter], settings: &Settings) -> Generated {
     let mut compiled = compile(definitions);
     let mut diags = Diagnostics::default();
     let files = compiled
         .registry
         .as_ref()
-        .map(|r| crate::emit::emit(r, emitters, &mut diags));
+        .map(|r| crate::emit::emit_with(r, emitters, settings, &mut diags));
+    let failed = diags.has_errors();
     compiled.diagnostics.extend(diags);
     compiled.diagnostics.sort();
-    Generated { compiled, files }
+    Generated {
+        compiled,
+        files: files.filter(|_| !failed),
+    }
 }
 
 /// Configures and runs a compile from `build.rs`.
@@ -47,6 +57,7 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     cargo_metadata: bool,
     emitters: Vec<Emitter>,
+    settings: Settings,
 }
 
 impl Default for Builder {
@@ -100,7 +111,14 @@ impl Builder {
             out_dir: None,
             cargo_metadata: true,
             emitters: Emitter::ALL.to_vec(),
+            settings: Settings::default(),
         }
+    }
+
+    /// Docs templates to use instead of the built-in ones (file by file).
+    pub fn templates(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.settings.templates = Some(dir.into());
+        self
     }
 
     /// Which artifacts to write (default: all).
@@ -144,7 +162,7 @@ impl Builder {
                 return Err(self.fail(vec![d].into()));
             }
         };
-        let generated = generate(&self.definitions, &self.emitters);
+        let generated = generate_with(&self.definitions, &self.emitters, &self.settings);
         if self.cargo_metadata {
             // Always watch the definitions folder itself, so a missing overlay or a new file is
             // picked up; never print a path that does not exist.

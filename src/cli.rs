@@ -5,7 +5,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolreg::builder::generate;
+use toolreg::builder::{generate, generate_with};
 use toolreg::diag::Diagnostics;
 use toolreg::emit::Emitter;
 use toolreg::output::{self, Ownership};
@@ -41,9 +41,18 @@ struct Out {
     /// Fail when an emitter cannot do its whole job (e.g. an op typify cannot type)
     #[arg(long)]
     strict: bool,
+    /// Folder of handlebars templates replacing the built-in docs templates, file by file
+    #[arg(long, value_name = "DIR")]
+    templates: Option<PathBuf>,
 }
 
 impl Out {
+    fn settings(&self) -> toolreg::emit::Settings {
+        toolreg::emit::Settings {
+            templates: self.templates.clone(),
+        }
+    }
+
     fn emitters(&self) -> Vec<Emitter> {
         if self.emit.is_empty() {
             Emitter::ALL.to_vec()
@@ -227,7 +236,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Build { defs, out, format } => {
-            let g = generate(&defs.definitions, &out.emitters());
+            let g = generate_with(&defs.definitions, &out.emitters(), &out.settings());
             show(&g.compiled.diagnostics, format);
             if out.strict && strict_failure(&g.compiled.diagnostics) {
                 eprintln!(
@@ -269,7 +278,7 @@ pub fn run() -> ExitCode {
             }
         }
         Command::Check { defs, out, format } => {
-            let g = generate(&defs.definitions, &out.emitters());
+            let g = generate_with(&defs.definitions, &out.emitters(), &out.settings());
             if out.strict && strict_failure(&g.compiled.diagnostics) {
                 show(&g.compiled.diagnostics, format);
                 return ExitCode::from(2);

@@ -91,6 +91,7 @@ codes! {
     OverBudget = "TR064", Warning, "a tool, profile or gateway exceeds its token budget";
     // Emitters.
     UntypedOp = "TR070", Warning, "an op's schema could not be typed in the Rust output and falls back to serde_json::Value";
+    Template = "TR071", Error, "a docs template cannot be read, parsed or rendered";
     // Writing output.
     OutputIo = "TR050", Error, "the output folder could not be written";
     OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";

@@ -2,6 +2,7 @@
 //! They read only the IR. The manifest, added last, lists every file with its hash and marks the
 //! output folder as toolreg's.
 
+pub mod docs;
 pub mod help;
 pub mod registry_json;
 pub mod report;
@@ -35,6 +36,15 @@ pub enum Emitter {
     Rust,
     /// `ts/registry.ts`: TypeScript bindings.
     Ts,
+    /// `docs/`: markdown pages and an mdBook.
+    Docs,
+}
+
+/// What emitters may be told besides the registry.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// A folder of handlebars templates replacing the built-in ones, file by file.
+    pub templates: Option<std::path::PathBuf>,
 }
 
 impl Emitter {
@@ -45,6 +55,7 @@ impl Emitter {
         Emitter::Report,
         Emitter::Rust,
         Emitter::Ts,
+        Emitter::Docs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +66,7 @@ impl Emitter {
             Emitter::Report => "report",
             Emitter::Rust => "rust",
             Emitter::Ts => "ts",
+            Emitter::Docs => "docs",
         }
     }
 
@@ -62,7 +74,7 @@ impl Emitter {
         Emitter::ALL.iter().copied().find(|e| e.name() == name)
     }
 
-    fn emit(self, reg: &Registry, diags: &mut Diagnostics) -> FileMap {
+    fn emit(self, reg: &Registry, settings: &Settings, diags: &mut Diagnostics) -> FileMap {
         match self {
             Emitter::Registry => registry_json::emit(reg),
             Emitter::Help => help::emit(reg),
@@ -70,6 +82,7 @@ impl Emitter {
             Emitter::Report => report::emit(reg),
             Emitter::Rust => rust::emit(reg, diags),
             Emitter::Ts => typescript::emit(reg),
+            Emitter::Docs => docs::render(reg, settings.templates.as_deref(), diags),
         }
     }
 }
@@ -77,9 +90,19 @@ impl Emitter {
 /// The artifacts of the chosen emitters, manifest included. Emitters that can only do part of
 /// their job (an op typify cannot type) say so in `diags`.
 pub fn emit(reg: &Registry, emitters: &[Emitter], diags: &mut Diagnostics) -> FileMap {
+    emit_with(reg, emitters, &Settings::default(), diags)
+}
+
+/// `emit` with settings (custom templates).
+pub fn emit_with(
+    reg: &Registry,
+    emitters: &[Emitter],
+    settings: &Settings,
+    diags: &mut Diagnostics,
+) -> FileMap {
     let mut files = FileMap::new();
     for e in emitters {
-        files.extend(e.emit(reg, diags));
+        files.extend(e.emit(reg, settings, diags));
     }
     add_manifest(reg, &mut files);
     files

@@ -1,0 +1,260 @@
+//! `docs/`: markdown help pages and an mdBook around them, rendered with handlebars templates.
+//!
+//! One page per op, group and entity, an index grouped like seed 003's `tools/README.md`,
+//! `SUMMARY.md` and `book.toml` (`create-missing = false`, so a stale SUMMARY entry fails the book
+//! instead of making an empty page): `mdbook build generated/docs` publishes the site.
+//!
+//! Templates live in `templates/` (embedded in toolreg); `--templates DIR` points at your own
+//! copies, file by file. Handlebars runs in strict mode (a missing field is an error, not an empty
+//! string) with HTML escaping off (this is markdown).
+
+use super::FileMap;
+use crate::diag::{Code, Diagnostic, Diagnostics, Location};
+use crate::registry::{OpRecord, Registry};
+use handlebars::Handlebars;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// The templates and the built-in text of each.
+pub const TEMPLATES: &[(&str, &str)] = &[
+    ("op.md.hbs", include_str!("../../templates/op.md.hbs")),
+    ("group.md.hbs", include_str!("../../templates/group.md.hbs")),
+    (
+        "entity.md.hbs",
+        include_str!("../../templates/entity.md.hbs"),
+    ),
+    ("index.md.hbs", include_str!("../../templates/index.md.hbs")),
+    (
+        "SUMMARY.md.hbs",
+        include_str!("../../templates/SUMMARY.md.hbs"),
+    ),
+    (
+        "book.toml.hbs",
+        include_str!("../../templates/book.toml.hbs"),
+    ),
+];
+
+/// Markdown table cell: no pipes or line breaks.
+fn cell(s: &str) -> String {
+    s.trim()
+        .replace('|', "\\|")
+        .replace("\r\n", "\n")
+        .replace('\n', "<br>")
+}
+
+fn short_json(v: &Value) -> String {
+    format!("`{}`", v.to_string().replace('|', "\\|"))
+}
+
+/// Where an op's page lives, relative to `src/`.
+pub fn op_path(r: &OpRecord) -> String {
+    match &r.entity {
+        Some(e) => format!("{}/{e}/{}.md", r.group, r.op),
+        None => format!("{}/{}.md", r.group, r.op),
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).expect("JSON serializes")
+}
+
+fn op_context(reg: &Registry, r: &OpRecord, header: &str) -> Value {
+    let up = if r.entity.is_some() { "../" } else { "" };
+    let args: Vec<Value> = r
+        .args
+        .iter()
+        .map(|a| {
+            json!({
+                "name": a.name,
+                "type": cell(&match &a.range { Some(range) => format!("{} ({range})", a.type_), None => a.type_.clone() }),
+                "required": a.required,
+                "default": a.default.as_ref().map(short_json).unwrap_or_default(),
+                "values": a.enum_.as_ref().map(|e| e.iter().map(short_json).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
+                "description": cell(&a.description),
+            })
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if r.id_discovery.len() > 1 {
+        notes.push(format!(
+            "Find the ids first: {}.",
+            r.id_discovery
+                .iter()
+                .map(|o| format!("`{o}`"))
+                .collect::<Vec<_>>()
+                .join(" then ")
+        ));
+    }
+    if r.destructive {
+        notes.push(
+            "Destructive: confirm with the user unless they asked for exactly this.".to_string(),
+        );
+    }
+    if !r.aliases.is_empty() {
+        notes.push(format!(
+            "Also called: {}.",
+            r.aliases
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    json!({
+        "header": header,
+        "op": r.op,
+        "summary": r.summary,
+        "description": if r.description.trim() == r.summary.trim() { String::new() } else { r.description.trim().to_string() },
+        "usage": r.usage(),
+        "tool_name": r.tool_name,
+        "kind": r.kind.as_str(),
+        "destructive": r.destructive,
+        "dry_run_default": r.dry_run_default,
+        "group": r.group,
+        "group_link": format!("{up}README.md"),
+        "entity": r.entity.clone().unwrap_or_default(),
+        "entity_link": "README.md",
+        "args": args,
+        "policy": r.policy.as_ref().map(|p| json!({"do": p.do_, "dont": p.dont, "edge_cases": p.edge_cases})).unwrap_or(Value::Null),
+        "notes": notes,
+        "examples": r.examples.iter().map(|e| json!({"description": e.description, "json": pretty(&json!({"op": r.op, "args": e.args}))})).collect::<Vec<_>>(),
+        "schema": pretty(&r.parameters_schema),
+        "registry_version": reg.registry_version,
+    })
+}
+
+fn visible<'a>(reg: &'a Registry, ops: &'a [String]) -> impl Iterator<Item = &'a OpRecord> {
+    ops.iter()
+        .filter_map(|o| reg.ops.get(o))
+        .filter(|r| !r.hidden)
+}
+
+/// Renders every page; template problems are TR071 errors (the files are then left out).
+pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnostics) -> FileMap {
+    let mut hb = Handlebars::new();
+    hb.set_strict_mode(true);
+    hb.register_escape_fn(handlebars::no_escape);
+    let mut ok = true;
+    for (name, builtin) in TEMPLATES {
+        let custom = templates_dir.map(|d| d.join(name)).filter(|p| p.exists());
+        let (text, shown) = match &custom {
+            Some(p) => match std::fs::read_to_string(p) {
+                Ok(t) => (t, p.display().to_string()),
+                Err(e) => {
+                    diags.push(
+                        Diagnostic::new(
+                            Code::Template,
+                            format!("cannot read template `{}`: {e}", p.display()),
+                        )
+                        .at(Location::file(p.display().to_string()))
+                        .help("check the --templates folder"),
+                    );
+                    ok = false;
+                    continue;
+                }
+            },
+            None => (builtin.to_string(), format!("templates/{name} (built in)")),
+        };
+        if let Err(e) = hb.register_template_string(name, &text) {
+            let loc = match e.pos() {
+                Some((l, c)) => Location::at(shown.clone(), l, c),
+                None => Location::file(shown.clone()),
+            };
+            diags.push(Diagnostic::new(Code::Template, format!("template `{name}` does not parse: {}", e.reason())).at(loc).help("fix the handlebars syntax; see the built-in templates/ for the fields each page gets"));
+            ok = false;
+        }
+    }
+    if !ok {
+        return FileMap::new();
+    }
+    let header = format!(
+        "@generated by toolreg from registry `{}` ({}). Do not edit: run `toolreg build`.",
+        reg.name, reg.registry_version
+    );
+    let mut pages: Vec<(String, &str, Value)> = Vec::new();
+    let mut index_groups = Vec::new();
+    for (g, node) in &reg.tree {
+        let group_ops: Vec<Value> = visible(reg, &node.ops)
+            .map(|r| json!({"op": r.op, "summary": r.summary, "link": format!("{}.md", r.op)}))
+            .collect();
+        let mut entities = Vec::new();
+        let mut all_ops = Vec::new();
+        for (e, en) in &node.entities {
+            let ops: Vec<&OpRecord> = visible(reg, &en.ops).collect();
+            if ops.is_empty() {
+                continue;
+            }
+            let entity_ops: Vec<Value> = ops.iter().map(|r| json!({"op": r.op, "kind": r.kind.as_str(), "summary": cell(&r.summary), "link": format!("{}.md", r.op)})).collect();
+            pages.push((
+                format!("src/{g}/{e}/README.md"),
+                "entity.md.hbs",
+                json!({"header": header, "group": g, "entity": e, "summary": en.summary.clone().unwrap_or_default(), "group_link": "../README.md", "ops": entity_ops}),
+            ));
+            entities.push(json!({"name": e, "summary": en.summary.clone().unwrap_or_default(), "count": ops.len(), "link": format!("{g}/{e}/README.md"),
+                "ops": ops.iter().map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
+            all_ops.extend(
+                ops.iter()
+                    .map(|r| json!({"op": r.op, "summary": r.summary, "link": op_path(r)})),
+            );
+        }
+        all_ops.extend(
+            visible(reg, &node.ops)
+                .map(|r| json!({"op": r.op, "summary": r.summary, "link": op_path(r)})),
+        );
+        let group_entities: Vec<Value> = entities
+            .iter()
+            .map(|e| json!({"name": e["name"], "summary": e["summary"], "count": e["count"], "link": format!("{}/README.md", e["name"].as_str().unwrap_or_default())}))
+            .collect();
+        pages.push((format!("src/{g}/README.md"), "group.md.hbs", json!({"header": header, "group": g, "summary": node.summary, "entities": group_entities, "ops": group_ops})));
+        index_groups.push(json!({"name": g, "summary": node.summary, "link": format!("{g}/README.md"), "entities": entities,
+            "ops": all_ops, "direct": visible(reg, &node.ops).map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
+    }
+    for r in reg.ops.values().filter(|r| !r.hidden) {
+        pages.push((
+            format!("src/{}", op_path(r)),
+            "op.md.hbs",
+            op_context(reg, r, &header),
+        ));
+    }
+    let count = reg.ops.values().filter(|r| !r.hidden).count();
+    let book = json!({"header": header, "title": reg.name, "description": reg.description.clone().unwrap_or_default(), "count": count, "group_count": index_groups.len(), "registry_version": reg.registry_version, "groups": index_groups});
+    // SUMMARY lists group-level ops under their group, after the entities.
+    let summary_groups: Vec<Value> = index_groups_for_summary(&book);
+    pages.push(("src/README.md".into(), "index.md.hbs", book.clone()));
+    pages.push((
+        "src/SUMMARY.md".into(),
+        "SUMMARY.md.hbs",
+        json!({"header": header, "groups": summary_groups}),
+    ));
+    pages.push(("book.toml".into(), "book.toml.hbs", book));
+    let mut files = FileMap::new();
+    for (path, template, ctx) in pages {
+        match hb.render(template, &ctx) {
+            Ok(text) => {
+                let mut text = text.trim_end().to_string();
+                text.push('\n');
+                files.insert(format!("docs/{path}"), text);
+            }
+            Err(e) => {
+                diags.push(
+                    Diagnostic::new(Code::Template, format!("template `{template}` failed on `docs/{path}`: {}", e.reason()))
+                        .at(Location::file(template.to_string()))
+                        .help("strict mode: the template names a field this page does not have; see the built-in templates for the fields"),
+                );
+                return FileMap::new();
+            }
+        }
+    }
+    files
+}
+
+fn index_groups_for_summary(book: &Value) -> Vec<Value> {
+    book["groups"]
+        .as_array()
+        .map(|gs| {
+            gs.iter()
+                .map(|g| json!({"name": g["name"], "link": g["link"], "entities": g["entities"], "ops": g["direct"]}))
+                .collect()
+        })
+        .unwrap_or_default()
+}
