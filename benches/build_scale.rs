@@ -29,9 +29,10 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Child mode: one build, then `written <n> peak_kib <k>` on stdout.
-fn child(defs: &Path, out: &Path) {
-    let g = toolreg::builder::generate(defs, &[toolreg::emit::Emitter::Registry]);
+/// Child mode: one build, then `written <n> peak_kib <k>` on stdout. `all` runs every emitter.
+fn child(defs: &Path, out: &Path, all: bool) {
+    let emitters: &[toolreg::emit::Emitter] = if all { toolreg::emit::Emitter::ALL } else { &[toolreg::emit::Emitter::Registry] };
+    let g = toolreg::builder::generate(defs, emitters);
     let files = g
         .files
         .unwrap_or_else(|| panic!("{}", g.compiled.diagnostics.render_text()));
@@ -49,12 +50,13 @@ struct Run {
     peak_kib: u64,
 }
 
-fn run_child(defs: &Path, out: &Path) -> Run {
+fn run_child(defs: &Path, out: &Path, all: bool) -> Run {
     let start = Instant::now();
     let o = Command::new(std::env::current_exe().unwrap())
         .arg("--child")
         .arg(defs)
         .arg(out)
+        .arg(if all { "all" } else { "registry" })
         .output()
         .unwrap();
     let secs = start.elapsed().as_secs_f64();
@@ -76,7 +78,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--child") {
-        child(Path::new(&args[2]), Path::new(&args[3]));
+        child(Path::new(&args[2]), Path::new(&args[3]), args.get(4).map(String::as_str) == Some("all"));
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
@@ -107,9 +109,9 @@ fn main() {
         let mut peak = 0;
         for r in 0..reps {
             let out = tmp.path().join(format!("out-{n}-{r}"));
-            let first = run_child(&defs, &out);
+            let first = run_child(&defs, &out, false);
             assert!(first.written > 0);
-            let again = run_child(&defs, &out);
+            let again = run_child(&defs, &out, false);
             assert_eq!(again.written, 0, "a no-change rebuild must write nothing");
             cold.push(first.secs);
             warm.push(again.secs);
@@ -128,4 +130,19 @@ fn main() {
         println!("growth {a} -> {b} tools ({}x): time x{:.1}", b / a, tb / ta);
     }
     println!("no-change rebuilds wrote 0 files");
+
+    // Every emitter (registry, help, surfaces, report with BPE counts, Rust via typify,
+    // TypeScript, docs) on 1,000 tools.
+    let defs = tmp.path().join("defs-1000-all");
+    write_catalog(&defs, 1000);
+    let mut times = Vec::new();
+    let mut written = 0;
+    let mut peak = 0;
+    for r in 0..reps {
+        let run = run_child(&defs, &tmp.path().join(format!("all-{r}")), true);
+        written = run.written;
+        peak = peak.max(run.peak_kib);
+        times.push(run.secs);
+    }
+    println!("all emitters, 1000 tools: {:.3} s median, {written} files, peak {:.1} MB", median(times), peak as f64 / 1024.0);
 }
