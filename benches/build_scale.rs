@@ -31,7 +31,11 @@ fn peak_rss_kib() -> u64 {
 
 /// Child mode: one build, then `written <n> peak_kib <k>` on stdout. `all` runs every emitter.
 fn child(defs: &Path, out: &Path, all: bool) {
-    let emitters: &[toolreg::emit::Emitter] = if all { toolreg::emit::Emitter::ALL } else { &[toolreg::emit::Emitter::Registry] };
+    let emitters: &[toolreg::emit::Emitter] = if all {
+        toolreg::emit::Emitter::ALL
+    } else {
+        &[toolreg::emit::Emitter::Registry]
+    };
     let g = toolreg::builder::generate(defs, emitters);
     let files = g
         .files
@@ -78,7 +82,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--child") {
-        child(Path::new(&args[2]), Path::new(&args[3]), args.get(4).map(String::as_str) == Some("all"));
+        child(
+            Path::new(&args[2]),
+            Path::new(&args[3]),
+            args.get(4).map(String::as_str) == Some("all"),
+        );
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
@@ -144,5 +152,9 @@ fn main() {
         peak = peak.max(run.peak_kib);
         times.push(run.secs);
     }
-    println!("all emitters, 1000 tools: {:.3} s median, {written} files, peak {:.1} MB", median(times), peak as f64 / 1024.0);
+    println!(
+        "all emitters, 1000 tools: {:.3} s median, {written} files, peak {:.1} MB",
+        median(times),
+        peak as f64 / 1024.0
+    );
 }
