@@ -37,6 +37,9 @@ publish = false
 
 [dependencies]
 toolreg = {{ path = "{repo}", default-features = false }}
+serde = {{ version = "1", features = ["derive"] }}
+serde_json = "1"
+serde_path_to_error = "0.1"
 
 [build-dependencies]
 toolreg = {{ path = "{repo}", default-features = false, features = ["compiler"] }}
@@ -57,10 +60,19 @@ toolreg = {{ path = "{repo}", default-features = false, features = ["compiler"] 
         dir.join("src/main.rs"),
         r#"const REGISTRY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/registry.json"));
 
+/// The typed arguments toolreg generated into OUT_DIR.
+#[allow(clippy::all, dead_code)]
+mod tools {
+    include!(concat!(env!("OUT_DIR"), "/rust/registry.rs"));
+}
+
 fn main() {
     let reg = toolreg::Registry::from_slice(REGISTRY).expect("embedded registry loads");
     let op = reg.op_by_tool_name("list_onto_tasks").map(|r| r.op.as_str()).unwrap_or("-");
-    println!("{} {} {} {}", reg.name, reg.counts.ops, op, reg.registry_version);
+    let typed = tools::OpArgs::parse("update_onto_task", serde_json::json!({"task_id": "t1", "state_key": "done"}));
+    assert!(matches!(typed, Ok(tools::OpArgs::OntoTaskUpdate(_))));
+    assert_eq!(tools::REGISTRY_VERSION, reg.registry_version);
+    println!("{} {} {} {}", reg.name, tools::Op::ALL.len(), op, reg.registry_version);
 }
 "#,
     )
