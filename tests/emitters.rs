@@ -134,20 +134,23 @@ fn templates_can_be_overridden_and_broken_ones_are_located() {
         out.to_str().unwrap(),
         dir.path().to_str().unwrap(),
     );
-    let r = toolreg(
-        dir.path(),
-        &[
-            "build",
-            "-d",
-            d,
-            "-o",
-            o,
-            "--emit",
-            "docs",
-            "--templates",
-            t,
-        ],
-    );
+    let build_docs = || {
+        toolreg(
+            dir.path(),
+            &[
+                "build",
+                "-d",
+                d,
+                "-o",
+                o,
+                "--emit",
+                "docs",
+                "--templates",
+                t,
+            ],
+        )
+    };
+    let r = build_docs();
     assert!(r.status.success(), "{}", stderr(&r));
     let page = std::fs::read_to_string(out.join("docs/src/fx/widget/fx.widget.create.md")).unwrap();
     assert!(
@@ -165,20 +168,7 @@ fn templates_can_be_overridden_and_broken_ones_are_located() {
     )
     .unwrap();
     let before = common::snapshot_dir(&out);
-    let r = toolreg(
-        dir.path(),
-        &[
-            "build",
-            "-d",
-            d,
-            "-o",
-            o,
-            "--emit",
-            "docs",
-            "--templates",
-            t,
-        ],
-    );
+    let r = build_docs();
     assert_eq!(r.status.code(), Some(2));
     assert!(
         stderr(&r).contains("[TR071]") && stderr(&r).contains("no_such_field"),
@@ -192,20 +182,7 @@ fn templates_can_be_overridden_and_broken_ones_are_located() {
         "# {{op}}\n\n{{#if summary}}\nunclosed\n",
     )
     .unwrap();
-    let r = toolreg(
-        dir.path(),
-        &[
-            "build",
-            "-d",
-            d,
-            "-o",
-            o,
-            "--emit",
-            "docs",
-            "--templates",
-            t,
-        ],
-    );
+    let r = build_docs();
     assert_eq!(r.status.code(), Some(2));
     assert!(stderr(&r).contains("op.md.hbs:"), "{}", stderr(&r));
 }
