@@ -471,6 +471,47 @@ fn search_exact_names_first_never_empty_and_paged() {
         .all(|h| h.kind == Kind::Read && h.op.starts_with("onto.task.")));
 }
 
+/// Calls shaped exactly like the gateway tools' schemas deserialize into the runtime's requests:
+/// no parameter the surface advertises is silently ignored.
+#[test]
+fn gateway_tool_parameters_are_the_runtime_parameters() {
+    let gw = gateway();
+    for tool in toolreg::surfaces::gateway(gw.registry()) {
+        let props: Vec<String> = tool.parameters["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        let known: &[&str] = match tool.name.as_str() {
+            "tool_help" => &["path", "format", "include_examples", "include_schemas"],
+            "tool_exec" => &["op", "args", "idempotency_key", "dry_run"],
+            "tool_search" => &["query", "group", "kind", "limit"],
+            other => panic!("unexpected gateway tool {other}"),
+        };
+        assert_eq!(props, known, "{}", tool.name);
+    }
+    let req: SearchRequest = serde_json::from_value(
+        json!({"query": "create", "group": "calendar", "kind": "write", "limit": 3}),
+    )
+    .unwrap();
+    let res = gw.search(&req);
+    assert!(
+        !res.results.is_empty()
+            && res
+                .results
+                .iter()
+                .all(|h| h.op.starts_with("calendar.") && h.kind == Kind::Write)
+    );
+    let help: HelpRequest = serde_json::from_value(json!({"path": "onto.task.update", "format": "full", "include_examples": false, "include_schemas": true})).unwrap();
+    let page = gw.help(&help);
+    assert!(
+        page.get("examples").is_none()
+            && page.get("schema").is_some()
+            && page.get("description").is_some()
+    );
+}
+
 #[test]
 fn write_verbs_break_ties_toward_writes() {
     let gw = gateway();

@@ -171,7 +171,9 @@ pub struct Hit {
 #[serde(default)]
 pub struct SearchRequest {
     pub query: String,
-    /// Only ops under this path (a group, `group.entity`, or an op prefix).
+    /// Only ops under this path (a group, `group.entity`, or an op prefix). The gateway's
+    /// search tool calls it `group`.
+    #[serde(alias = "group")]
     pub path: Option<String>,
     pub kind: Option<Kind>,
     pub entity: Option<String>,
