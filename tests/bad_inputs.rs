@@ -20,6 +20,11 @@ const CASES: &[(&str, i32, &[&str])] = &[
     ),
     ("file_shape", 1, &["TR006"]),
     ("malformed_json", 1, &["TR005"]),
+    (
+        "more_lints",
+        1,
+        &["TR010", "TR021", "TR022", "TR023", "TR025", "TR037"],
+    ),
     ("names_dots_spaces", 0, &["TR015", "TR021", "TR024"]),
     ("no_json", 1, &["TR002"]),
     (
@@ -168,6 +173,32 @@ fn generated_cases() {
     content.extend_from_slice(b", \"inputSchema\": {\"type\": \"object\"}}\n]\n");
     std::fs::write(bytes.join("latin1.json"), content).unwrap();
     run_case(root, "non_utf8", 1, &["TR003"], root);
+
+    // An overlay that cannot be read (here: a folder named toolreg.toml).
+    let unreadable = root.join("unreadable_overlay");
+    std::fs::create_dir_all(unreadable.join("toolreg.toml")).unwrap();
+    std::fs::write(unreadable.join("tools.json"), "[]").unwrap();
+    run_case(root, "unreadable_overlay", 1, &["TR001"], root);
+
+    // An output path that is a file: nothing can be written there.
+    let file_out = root.join("not_a_folder");
+    std::fs::write(&file_out, "a file").unwrap();
+    let defs = common::repo().join("tests/fixture/definitions");
+    let build = toolreg(
+        root,
+        &[
+            "build",
+            "--definitions",
+            defs.to_str().unwrap(),
+            "--out",
+            "not_a_folder",
+            "--emit",
+            "registry",
+        ],
+    );
+    assert_eq!(build.status.code(), Some(2));
+    assert!(stderr(&build).contains("[TR050]"), "{}", stderr(&build));
+    assert_eq!(std::fs::read_to_string(&file_out).unwrap(), "a file");
 
     // A folder that does not exist: usage error (2) for lint too, nothing created.
     let lint = toolreg(root, &["lint", "--definitions", "nowhere"]);

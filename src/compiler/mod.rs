@@ -72,9 +72,8 @@ pub fn compile(definitions: &Path) -> Compiled {
             .map(|raw| analyze(raw, &loaded, &lo.overlay, &classifier, &mut diags))
             .collect();
         lint::check(&tools, &loaded, &lo, &classifier, &mut diags);
-        if diags.has_errors() {
-            return None;
-        }
+        // Assembly checks examples, aliases and profiles; run it even after errors so one run
+        // reports everything (unclassified tools are skipped), then discard the registry.
         let op_locations: BTreeMap<String, crate::diag::Location> = tools
             .iter()
             .filter_map(|t| {
