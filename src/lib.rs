@@ -1,12 +1,21 @@
 //! toolreg: a build-time registry compiler for LLM tool catalogs, and the small runtime that
 //! serves what it compiled.
 //!
-//! - [`registry`]: the registry IR and `registry.json` loading (always available; no compiler
-//!   dependencies, so a runtime can depend on `toolreg` with `default-features = false`).
-//! - [`compiler`] (feature `compiler`): definitions + `toolreg.toml` -> classified, normalized,
-//!   stamped [`registry::Registry`], with [`diag`] diagnostics.
-//! - [`emit`], [`output`], [`Builder`] (feature `compiler`): artifacts, all-or-nothing writing and
-//!   the staleness check, and the `build.rs` API.
+//! Always available (serde, serde_json and strsim only):
+//! - [`registry`]: the registry IR and `registry.json` loading; [`help`]: help page lookup;
+//!   [`resolve`]: op names as models spell them; [`diag`]: diagnostics.
+//!
+//! Feature `runtime`:
+//! - [`runtime`]: the gateway (exec with validation, scopes, idempotency; search; seed 001
+//!   discovery; seed 004 selection; eval).
+//!
+//! Feature `compiler` (the pipeline `load -> normalize -> classify -> enrich -> lint -> IR ->
+//! stamp -> emit -> write | check`):
+//! - [`compiler`]: definitions + `toolreg.toml` -> classified, normalized, stamped
+//!   [`registry::Registry`] with every diagnostic;
+//! - [`surfaces`] and [`report`]: the model-facing tool lists and their token counts;
+//! - [`emit`]: registry.json, help.json, surfaces, report, Rust, TypeScript, docs;
+//! - [`output`]: all-or-nothing writing and the staleness check; [`Builder`]: the build.rs API.
 
 pub mod diag;
 pub mod help;
