@@ -55,7 +55,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// A location inside a loaded file, line:col filled in later by [`super::locate`].
+    /// A location inside a loaded file; line:col are filled in at the end of the compile.
     pub fn loc(&self, file: usize, pointer: impl Into<String>) -> Location {
         Location {
             file: self.files[file].display.clone(),
