@@ -47,11 +47,6 @@ pub fn to_pretty(v: &Value) -> String {
     s
 }
 
-/// Compact JSON text of the fully sorted value: the hash input.
-pub fn to_hash_bytes(v: &Value) -> Vec<u8> {
-    serde_json::to_vec(&sort_keys(v)).expect("JSON values always serialize")
-}
-
 /// The registry as canonical JSON, serialized one op at a time so a 10,000-op registry is never
 /// held twice as a `serde_json::Value`. `Hashed` drops `registry_version` and every op's `source`
 /// and sorts keys everywhere; `Artifact` keeps them and keeps parameter schemas in declared order.
@@ -176,7 +171,7 @@ mod tests {
             "{\n  \"a\": {\n    \"y\": 2,\n    \"z\": 1\n  },\n  \"b\": 1,\n  \"schema\": {\n    \"z\": 1,\n    \"y\": 2\n  }\n}\n"
         );
         assert_eq!(
-            to_hash_bytes(&v),
+            serde_json::to_vec(&sort_keys(&v)).unwrap(),
             br#"{"a":{"y":2,"z":1},"b":1,"schema":{"y":2,"z":1}}"#
         );
     }

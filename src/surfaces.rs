@@ -114,8 +114,9 @@ fn groups(reg: &Registry) -> Vec<&str> {
     reg.tree.keys().map(String::as_str).collect()
 }
 
-/// A read op with a non-empty minimal call, to show in the gateway descriptions.
-fn sample_op(reg: &Registry) -> Option<&OpRecord> {
+/// The op whose example call the gateway descriptions and the help root show: the first
+/// visible read op with a non-empty example, else the first visible op.
+pub fn sample_op(reg: &Registry) -> Option<&OpRecord> {
     let visible = || reg.ops.values().filter(|r| !r.hidden);
     visible()
         .find(|r| {

@@ -351,6 +351,7 @@ pub fn load(dir: &Path, display_dir: &str, diags: &mut Diagnostics) -> Option<Lo
             display,
             text: String::new(),
             path: None,
+            lines: super::source::LineIndex::new(""),
         });
     }
     let text = match std::fs::read(&path).map(String::from_utf8) {
@@ -379,6 +380,7 @@ pub fn load(dir: &Path, display_dir: &str, diags: &mut Diagnostics) -> Option<Lo
         Ok(overlay) => Some(LoadedOverlay {
             overlay,
             display,
+            lines: super::source::LineIndex::new(&text),
             text,
             path: Some(path),
         }),
@@ -397,6 +399,7 @@ pub struct LoadedOverlay {
     pub text: String,
     /// The file, when one exists (for `rerun-if-changed`).
     pub path: Option<std::path::PathBuf>,
+    lines: super::source::LineIndex,
 }
 
 impl LoadedOverlay {
@@ -405,8 +408,7 @@ impl LoadedOverlay {
         if self.text.is_empty() {
             return Location::file(self.display.clone());
         }
-        let idx = super::source::LineIndex::new(&self.text);
-        let (line, col) = idx.line_col(&self.text, span.start);
+        let (line, col) = self.lines.line_col(&self.text, span.start);
         Location::at(self.display.clone(), line, col)
     }
 }

@@ -416,11 +416,10 @@ impl Gateway {
         }
         match resolve_forgiving(&self.registry, &req.path) {
             Some((op, how)) => {
-                let mut fixed = HelpRequest {
+                let fixed = HelpRequest {
                     path: op.to_string(),
                     ..req.clone()
                 };
-                fixed.path = op.to_string();
                 let mut page = Value::clone(&self.help.lookup(&self.registry, &fixed));
                 if let (Some(obj), Some(w)) = (page.as_object_mut(), how.warning(&req.path, op)) {
                     obj.insert("resolved_from".into(), json!(req.path.trim()));
