@@ -28,6 +28,9 @@ struct Definitions {
     /// Folder with tool definition JSON files and toolreg.toml
     #[arg(long, short = 'd', value_name = "DIR", default_value = "definitions")]
     definitions: PathBuf,
+    /// List every note (e.g. each inferred op) and every repeated warning, instead of a summary
+    #[arg(long, short = 'v')]
+    verbose: bool,
 }
 
 #[derive(clap::Args)]
@@ -161,6 +164,17 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Draft toolreg.toml from what inference makes of the definitions, to review and edit
+    Init {
+        #[command(flatten)]
+        defs: Definitions,
+        /// Replace an existing toolreg.toml
+        #[arg(long)]
+        force: bool,
+        /// Print the draft on stdout instead of writing it
+        #[arg(long)]
+        stdout: bool,
+    },
     /// Report diagnostics only; exit 1 when any is an error
     Lint {
         #[command(flatten)]
@@ -211,9 +225,10 @@ fn print_json(v: &impl serde::Serialize) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
-fn show(diags: &Diagnostics, format: Format) {
+fn show(diags: &Diagnostics, format: Format, verbose: bool) {
     match format {
-        Format::Text => eprint!("{}", diags.render_text()),
+        Format::Text if verbose => eprint!("{}", diags.render_text()),
+        Format::Text => eprint!("{}", diags.render_text_brief()),
         Format::Json => eprint!("{}", diags.render_json_lines()),
     }
 }
@@ -237,7 +252,7 @@ pub fn run() -> ExitCode {
     match cli.command {
         Command::Build { defs, out, format } => {
             let g = generate_with(&defs.definitions, &out.emitters(), &out.settings());
-            show(&g.compiled.diagnostics, format);
+            show(&g.compiled.diagnostics, format, defs.verbose);
             if out.strict && strict_failure(&g.compiled.diagnostics) {
                 eprintln!(
                     "error: --strict: an emitter could not do its whole job; `{}` was not changed",
@@ -272,7 +287,7 @@ pub fn run() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(d) => {
-                    show(&vec![*d].into(), format);
+                    show(&vec![*d].into(), format, true);
                     ExitCode::from(2)
                 }
             }
@@ -280,11 +295,11 @@ pub fn run() -> ExitCode {
         Command::Check { defs, out, format } => {
             let g = generate_with(&defs.definitions, &out.emitters(), &out.settings());
             if out.strict && strict_failure(&g.compiled.diagnostics) {
-                show(&g.compiled.diagnostics, format);
+                show(&g.compiled.diagnostics, format, defs.verbose);
                 return ExitCode::from(2);
             }
             let Some(files) = g.files else {
-                show(&g.compiled.diagnostics, format);
+                show(&g.compiled.diagnostics, format, defs.verbose);
                 eprintln!(
                     "error: cannot check `{}`: the definitions have errors",
                     display(&out.out)
@@ -313,7 +328,7 @@ pub fn run() -> ExitCode {
                     ExitCode::from(1)
                 }
                 Err(d) => {
-                    show(&vec![*d].into(), format);
+                    show(&vec![*d].into(), format, true);
                     ExitCode::from(2)
                 }
             }
@@ -321,7 +336,7 @@ pub fn run() -> ExitCode {
         Command::Report { defs, format } => {
             let g = generate(&defs.definitions, &[]);
             let Some(reg) = g.compiled.registry else {
-                show(&g.compiled.diagnostics, Format::Text);
+                show(&g.compiled.diagnostics, Format::Text, defs.verbose);
                 return ExitCode::from(2);
             };
             let help = toolreg::emit::help::build(&reg);
@@ -338,7 +353,7 @@ pub fn run() -> ExitCode {
         Command::Policy { defs, draft } => {
             let g = generate(&defs.definitions, &[]);
             let Some(reg) = g.compiled.registry else {
-                show(&g.compiled.diagnostics, Format::Text);
+                show(&g.compiled.diagnostics, Format::Text, defs.verbose);
                 return ExitCode::from(2);
             };
             let record = reg.ops.get(&draft).or_else(|| reg.op_by_tool_name(&draft));
@@ -442,7 +457,12 @@ pub fn run() -> ExitCode {
             };
             let call = toolreg::runtime::ExecCall {
                 op,
-                args: Some(serde_json::Value::String(args)),
+                // An object goes as an object (what a model's tool call carries); anything else
+                // as text, so the envelope can say what is wrong with it.
+                args: Some(match serde_json::from_str::<serde_json::Value>(&args) {
+                    Ok(v @ serde_json::Value::Object(_)) => v,
+                    _ => serde_json::Value::String(args),
+                }),
                 idempotency_key: None,
                 dry_run: Some(true),
             };
@@ -485,10 +505,15 @@ pub fn run() -> ExitCode {
                 }
             }
         }
+        Command::Init {
+            defs,
+            force,
+            stdout,
+        } => init(&defs, force, stdout),
         Command::Lint { defs, format } => {
             let g = generate(&defs.definitions, &[]);
             let diags = &g.compiled.diagnostics;
-            show(diags, format);
+            show(diags, format, defs.verbose);
             if !defs.definitions.is_dir() {
                 return ExitCode::from(2);
             }
@@ -502,4 +527,66 @@ pub fn run() -> ExitCode {
             }
         }
     }
+}
+
+/// `toolreg init`: draft the overlay, check it reproduces the zero-config registry, write it.
+fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
+    use toolreg::compiler::draft::{draft, DraftError};
+    let path = defs
+        .definitions
+        .join(toolreg::compiler::overlay::OVERLAY_FILE);
+    let shown = display(&path);
+    if path.exists() && !force && !stdout {
+        eprintln!("error: `{shown}` exists; toolreg init does not replace an overlay");
+        eprintln!(
+            "   = help: `--force` replaces it (the draft ignores it), `--stdout` prints the draft"
+        );
+        return ExitCode::from(2);
+    }
+    let d = match draft(&defs.definitions) {
+        Ok(d) => d,
+        Err(DraftError::Input(diags)) => {
+            show(&diags, Format::Text, defs.verbose);
+            eprintln!("error: no draft: the definitions have errors that inference cannot fix");
+            return ExitCode::from(2);
+        }
+        Err(DraftError::Mismatch(why)) => {
+            eprintln!("error: the draft did not reproduce the zero-config registry: {why}");
+            eprintln!("   = help: this is a bug in toolreg; please report it with the definitions");
+            return ExitCode::from(2);
+        }
+    };
+    if stdout {
+        print!("{}", d.text);
+        return ExitCode::SUCCESS;
+    }
+    // Beside the target, then renamed: a reader never sees half a file.
+    let tmp = path.with_extension("toml.toolreg-tmp");
+    let written = std::fs::write(&tmp, &d.text).and_then(|()| std::fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        eprintln!("error[TR050]: cannot write `{shown}`: {e}");
+        return ExitCode::from(2);
+    }
+    eprintln!(
+        "wrote `{shown}` for {} tools in {} file{}: {} group{}, {} entities, {} rule{} ({} ops) and {} special case{}, {} profile{}",
+        d.tools,
+        d.files,
+        if d.files == 1 { "" } else { "s" },
+        d.groups,
+        if d.groups == 1 { "" } else { "s" },
+        d.entities,
+        d.rules,
+        if d.rules == 1 { "" } else { "s" },
+        d.by_rules,
+        d.special,
+        if d.special == 1 { "" } else { "s" },
+        d.profiles,
+        if d.profiles == 1 { "" } else { "s" },
+    );
+    eprintln!(
+        "building with it gives registry {}, the same as with no overlay; review it, then `toolreg build`",
+        d.registry_version
+    );
+    ExitCode::SUCCESS
 }

@@ -7,12 +7,14 @@
 use serde::Serialize;
 use std::fmt;
 
-/// How bad a finding is. Errors stop `build`; warnings are reported and the build goes on.
+/// How bad a finding is. Errors stop `build`; warnings are reported and the build goes on;
+/// infos say what toolreg decided on its own (an inferred op), folded into one line by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Error,
     Warning,
+    Info,
 }
 
 macro_rules! codes {
@@ -69,6 +71,8 @@ codes! {
     KindConflict = "TR023", Warning, "MCP annotations disagree with the classified kind";
     MissingGroupSummary = "TR024", Warning, "a group has no one-line summary in the overlay";
     BadArgAlias = "TR025", Error, "an argument alias targets a missing argument or shadows a real one";
+    Inferred = "TR026", Info, "an op, group summary or entity was inferred from the tool names (no overlay entry)";
+    InferredCollision = "TR027", Warning, "two tools were inferred to the same op; one got a qualifier";
     // Schema normalization (one warning per fix).
     NonStandardType = "TR030", Warning, "a non-standard type name was mapped to JSON Schema";
     Nullable = "TR031", Warning, "`nullable` was rewritten as a type union with null";
@@ -213,6 +217,7 @@ impl Diagnostic {
         let sev = match self.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
+            Severity::Info => "note",
         };
         let mut out = format!("{sev}[{}]: {}\n", self.code, self.message);
         if let Some(loc) = &self.location {
@@ -263,7 +268,15 @@ impl Diagnostics {
     }
 
     pub fn warning_count(&self) -> usize {
-        self.items.len() - self.error_count()
+        self.count(Severity::Warning)
+    }
+
+    pub fn info_count(&self) -> usize {
+        self.count(Severity::Info)
+    }
+
+    fn count(&self, sev: Severity) -> usize {
+        self.items.iter().filter(|d| d.severity == sev).count()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
@@ -298,14 +311,78 @@ impl Diagnostics {
 
     /// All findings as rustc-style text followed by a count line.
     pub fn render_text(&self) -> String {
-        let mut out: String = self.items.iter().map(|d| d.render_text() + "\n").collect();
-        let (e, w) = (self.error_count(), self.warning_count());
-        if e + w > 0 {
+        self.render(true)
+    }
+
+    /// Errors and warnings as rustc-style text; infos folded into one line per code (the
+    /// default for people: a zero-config build would otherwise print a note per tool).
+    pub fn render_text_brief(&self) -> String {
+        self.render(false)
+    }
+
+    fn render(&self, verbose: bool) -> String {
+        // Brief: infos fold into one line per code; a warning code seen more than
+        // `WARNINGS_SHOWN` times shows that many, then one line for the rest.
+        const WARNINGS_SHOWN: usize = 3;
+        let mut per_code: std::collections::BTreeMap<Code, usize> = Default::default();
+        for d in &self.items {
+            *per_code.entry(d.code).or_default() += 1;
+        }
+        let mut shown: std::collections::BTreeMap<Code, usize> = Default::default();
+        let mut out = String::new();
+        for d in &self.items {
+            let n = shown.entry(d.code).or_default();
+            *n += 1;
+            let keep = verbose
+                || match d.severity {
+                    Severity::Error => true,
+                    Severity::Warning => {
+                        per_code[&d.code] <= WARNINGS_SHOWN + 2 || *n <= WARNINGS_SHOWN
+                    }
+                    Severity::Info => false,
+                };
+            if keep {
+                out.push_str(&d.render_text());
+                out.push('\n');
+            }
+        }
+        if !verbose {
+            for (code, total) in per_code {
+                let hidden = match code.severity() {
+                    Severity::Info => total,
+                    Severity::Warning if total > WARNINGS_SHOWN + 2 => total - WARNINGS_SHOWN,
+                    _ => 0,
+                };
+                if hidden == 0 {
+                    continue;
+                }
+                let (sev, more) = match code.severity() {
+                    Severity::Info => ("note", ""),
+                    _ => ("warning", " more"),
+                };
+                out.push_str(&format!(
+                    "{sev}[{code}]: {hidden}{more} finding{} of this kind: {}\n   = help: `--verbose` lists each one{}\n\n",
+                    if hidden == 1 { "" } else { "s" },
+                    code.title(),
+                    if code == Code::Inferred {
+                        "; `toolreg init` writes what was inferred into toolreg.toml, to review and edit"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        let (e, w, i) = (self.error_count(), self.warning_count(), self.info_count());
+        if e + w + i > 0 {
             out.push_str(&format!(
-                "{e} error{}, {w} warning{}\n",
+                "{e} error{}, {w} warning{}",
                 if e == 1 { "" } else { "s" },
                 if w == 1 { "" } else { "s" }
             ));
+            if i > 0 {
+                out.push_str(&format!(", {i} note{}", if i == 1 { "" } else { "s" }));
+            }
+            out.push('\n');
         }
         out
     }

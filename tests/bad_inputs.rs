@@ -19,6 +19,8 @@ const CASES: &[(&str, i32, &[&str])] = &[
         &["TR040", "TR041", "TR042", "TR043"],
     ),
     ("file_shape", 1, &["TR006"]),
+    // No overlay: every op inferred (notes), one collision (warning).
+    ("inferred", 0, &["TR026", "TR027"]),
     ("malformed_json", 1, &["TR005"]),
     (
         "more_lints",
@@ -83,9 +85,11 @@ fn run_case(cwd: &Path, case: &str, lint_exit: i32, codes: &[&str], scratch: &Pa
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{case}: not JSON: {l}: {e}")))
         .collect();
-    let headlines = text
+    // The brief text folds notes and repeated warnings; `--verbose` lists each one.
+    let verbose = stderr(&toolreg(cwd, &["lint", "--definitions", case, "--verbose"]));
+    let headlines = verbose
         .lines()
-        .filter(|l| l.starts_with("error[") || l.starts_with("warning["))
+        .filter(|l| l.starts_with("error[") || l.starts_with("warning[") || l.starts_with("note["))
         .count();
     assert_eq!(lines.len(), headlines, "{case}: JSON and text disagree");
     for code in codes {

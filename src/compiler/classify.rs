@@ -1,4 +1,5 @@
-//! Classify: tool name -> op. Special cases first, then the ordered rules, then the fallback.
+//! Classify: tool name -> op. Special cases first, then the ordered rules, then inference from
+//! the name (`compiler::infer`, catalog-wide, run by `compiler::compile`), then the fallback.
 //! Kind and destructive are decided here, once, by [`resolve_kind`] and [`resolve_destructive`].
 //!
 //! Nothing here knows any catalog: all names, entities and ops come from the overlay.
@@ -128,6 +129,8 @@ pub fn match_form(name: &str) -> String {
 pub enum Via {
     Special,
     Rule(usize),
+    /// Inferred from the name: no special case or rule took it.
+    Inferred,
     Fallback,
 }
 
@@ -146,12 +149,150 @@ pub struct Classification {
     pub unknown_entity: Option<String>,
 }
 
-struct CompiledRule {
+/// The entity vocabulary, both ways.
+#[derive(Debug, Default, Clone)]
+pub struct Vocab {
+    /// singular -> plural.
+    pub singular: BTreeMap<String, Option<String>>,
+    plural_to_singular: BTreeMap<String, String>,
+}
+
+impl Vocab {
+    pub fn new(entries: impl IntoIterator<Item = (String, Option<String>)>) -> Self {
+        let mut v = Vocab::default();
+        for (s, p) in entries {
+            if let Some(p) = &p {
+                v.plural_to_singular.insert(p.clone(), s.clone());
+            }
+            v.singular.insert(s, p);
+        }
+        v
+    }
+
+    fn known_entity(&self, cap: &str, text: &str) -> Option<String> {
+        if cap == "entities" {
+            if let Some(s) = self.plural_to_singular.get(text) {
+                return Some(s.clone());
+            }
+        }
+        if self.singular.contains_key(text) {
+            return Some(text.to_string());
+        }
+        self.plural_to_singular.get(text).cloned()
+    }
+}
+
+/// A rule pattern and op template, parsed and checked (`toolreg init` probes drafts with it).
+pub struct CompiledRule {
     pattern: Vec<Seg>,
     template: Vec<Seg>,
     kind: Option<Kind>,
     destructive: Option<bool>,
     source: String,
+    /// Only tools from files matching this glob.
+    file: Option<String>,
+}
+
+impl CompiledRule {
+    /// Parses a rule; the error says what is wrong with it.
+    pub fn parse(pattern: &str, op: &str) -> Result<CompiledRule, String> {
+        let (p, t) = (parse_template(pattern)?, parse_template(op)?);
+        let caps: BTreeSet<&str> = p
+            .iter()
+            .filter_map(|s| match s {
+                Seg::Cap(c) => Some(c.as_str()),
+                _ => None,
+            })
+            .collect();
+        let has_entity = caps.iter().any(|c| ENTITY_CAPS.contains(c));
+        let missing: Vec<&str> = t
+            .iter()
+            .filter_map(|s| match s {
+                Seg::Cap(c) if c == "name" => None,
+                Seg::Cap(c) if c == "entity" && has_entity => None,
+                Seg::Cap(c) if !caps.contains(c.as_str()) => Some(c.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "op `{op}` uses {} that the pattern `{pattern}` does not capture",
+                missing
+                    .iter()
+                    .map(|m| format!("`{{{m}}}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ));
+        }
+        if !t.iter().any(|s| matches!(s, Seg::Cap(_))) && !valid_op(op) {
+            return Err(format!("`{op}` is not a valid op"));
+        }
+        Ok(CompiledRule {
+            pattern: p,
+            template: t,
+            kind: None,
+            destructive: None,
+            source: pattern.to_string(),
+            file: None,
+        })
+    }
+
+    /// Limits the rule to tools from files matching `glob` (relative to the definitions folder).
+    pub fn only_file(mut self, glob: Option<String>) -> Self {
+        self.file = glob;
+        self
+    }
+
+    /// Whether the rule looks at tools from this file at all.
+    pub fn covers(&self, file: &str) -> bool {
+        self.file
+            .as_deref()
+            .is_none_or(|g| super::ir::glob_match(g, file))
+    }
+
+    /// The op this rule gives a name in match form, with its entity and, when the captured
+    /// entity is not in the vocabulary, that guess; `None` when the pattern does not match or
+    /// the op would be invalid.
+    pub fn apply(&self, form: &str, vocab: &Vocab) -> Option<RuleMatch> {
+        let matches = match_all(&self.pattern, form);
+        if matches.is_empty() {
+            return None;
+        }
+        // Prefer a split whose entity placeholders are all vocabulary words.
+        let resolved = matches.iter().find_map(|caps| {
+            let mut entity = None;
+            for c in ENTITY_CAPS {
+                if let Some(text) = caps.get(c) {
+                    entity = Some(vocab.known_entity(c, text)?);
+                }
+            }
+            Some((caps, entity, None))
+        });
+        let (caps, entity, unknown_entity) = match resolved {
+            Some(r) => r,
+            None => {
+                let caps = &matches[0];
+                let guess = caps
+                    .get("entity")
+                    .cloned()
+                    .or_else(|| caps.get("entities").map(|p| singularize(p)));
+                (caps, guess.clone(), guess)
+            }
+        };
+        let op = render(&self.template, caps, entity.as_deref(), form);
+        valid_op(&op).then_some(RuleMatch {
+            op,
+            entity,
+            unknown_entity,
+        })
+    }
+}
+
+/// What a rule made of a name.
+pub struct RuleMatch {
+    pub op: String,
+    pub entity: Option<String>,
+    pub unknown_entity: Option<String>,
 }
 
 /// The overlay's classification part, compiled and checked.
@@ -159,9 +300,7 @@ pub struct Classifier<'o> {
     overlay: &'o Overlay,
     rules: Vec<CompiledRule>,
     fallback: Option<Vec<Seg>>,
-    /// singular -> plural, and plural -> singular.
-    singular: BTreeMap<String, Option<String>>,
-    plural_to_singular: BTreeMap<String, String>,
+    vocab: Vocab,
 }
 
 const ENTITY_CAPS: [&str; 2] = ["entity", "entities"];
@@ -173,62 +312,28 @@ impl<'o> Classifier<'o> {
         let mut rules = Vec::new();
         for (i, rule) in overlay.rules.iter().enumerate() {
             let r = rule.get_ref();
-            let bad = |msg: String| {
-                Diagnostic::new(
-                    Code::OverlayInvalid,
-                    format!("rule {} is invalid: {msg}", i + 1),
-                )
-                .at(lo.loc(rule.span()))
-            };
-            let (pattern, template) = match (parse_template(&r.pattern), parse_template(&r.op)) {
-                (Ok(p), Ok(t)) => (p, t),
-                (Err(e), _) | (_, Err(e)) => {
-                    diags.push(
-                        bad(e).help("placeholders look like `{entity}`, `{entities}` or `{name}`"),
-                    );
-                    continue;
+            match CompiledRule::parse(&r.pattern, &r.op) {
+                Ok(mut c) => {
+                    c.kind = r.kind;
+                    c.destructive = r.destructive;
+                    rules.push(c.only_file(r.file.clone()));
                 }
-            };
-            let caps: BTreeSet<&str> = pattern
-                .iter()
-                .filter_map(|s| match s {
-                    Seg::Cap(c) => Some(c.as_str()),
-                    _ => None,
-                })
-                .collect();
-            let has_entity = caps.iter().any(|c| ENTITY_CAPS.contains(c));
-            let missing: Vec<&str> = template
-                .iter()
-                .filter_map(|s| match s {
-                    Seg::Cap(c) if c == "name" => None,
-                    Seg::Cap(c) if c == "entity" && has_entity => None,
-                    Seg::Cap(c) if !caps.contains(c.as_str()) => Some(c.as_str()),
-                    _ => None,
-                })
-                .collect();
-            if !missing.is_empty() {
-                diags.push(
-                    bad(format!(
-                        "op `{}` uses {} that the pattern `{}` does not capture",
-                        r.op,
-                        missing.iter().map(|m| format!("`{{{m}}}`")).collect::<Vec<_>>().join(", "),
-                        r.pattern
-                    ))
-                    .help("every placeholder in `op` must appear in `pattern` (`{entity}` may come from `{entities}`)"),
-                );
-                continue;
+                Err(e) => {
+                    let help = if e.contains("is not a valid op") {
+                        OP_HELP
+                    } else {
+                        "placeholders look like `{entity}`, `{entities}` or `{name}`; every placeholder in `op` must appear in `pattern` (`{entity}` may come from `{entities}`)"
+                    };
+                    diags.push(
+                        Diagnostic::new(
+                            Code::OverlayInvalid,
+                            format!("rule {} is invalid: {e}", i + 1),
+                        )
+                        .at(lo.loc(rule.span()))
+                        .help(help),
+                    );
+                }
             }
-            if !template.iter().any(|s| matches!(s, Seg::Cap(_))) && !valid_op(&r.op) {
-                diags.push(bad(format!("`{}` is not a valid op", r.op)).help(OP_HELP));
-                continue;
-            }
-            rules.push(CompiledRule {
-                pattern,
-                template,
-                kind: r.kind,
-                destructive: r.destructive,
-                source: r.pattern.clone(),
-            });
         }
         for (name, special) in &overlay.special {
             if !valid_op(&special.op) {
@@ -282,20 +387,17 @@ impl<'o> Classifier<'o> {
                         None
                     }
                 });
-        let mut singular = BTreeMap::new();
-        let mut plural_to_singular = BTreeMap::new();
-        for (s, spec) in &overlay.entities {
-            singular.insert(s.get_ref().clone(), spec.plural.clone());
-            if let Some(p) = &spec.plural {
-                plural_to_singular.insert(p.clone(), s.get_ref().clone());
-            }
-        }
+        let vocab = Vocab::new(
+            overlay
+                .entities
+                .iter()
+                .map(|(s, spec)| (s.get_ref().clone(), spec.plural.clone())),
+        );
         Classifier {
             overlay,
             rules,
             fallback,
-            singular,
-            plural_to_singular,
+            vocab,
         }
     }
 
@@ -304,20 +406,14 @@ impl<'o> Classifier<'o> {
         self.rules.iter().map(|r| r.source.as_str()).collect()
     }
 
-    fn known_entity(&self, cap: &str, text: &str) -> Option<String> {
-        if cap == "entities" {
-            if let Some(s) = self.plural_to_singular.get(text) {
-                return Some(s.clone());
-            }
-        }
-        if self.singular.contains_key(text) {
-            return Some(text.to_string());
-        }
-        self.plural_to_singular.get(text).cloned()
+    /// The entity vocabulary: singular -> plural.
+    pub fn vocabulary(&self) -> &BTreeMap<String, Option<String>> {
+        &self.vocab.singular
     }
 
-    /// Classifies one tool name; `None` when nothing takes it.
-    pub fn classify(&self, tool_name: &str) -> Option<Classification> {
+    /// Classifies one tool name by the overlay alone (special cases, then rules); `None` when
+    /// neither takes it. `file` is the tool's definitions file, relative (for scoped rules).
+    pub fn classify(&self, tool_name: &str, file: &str) -> Option<Classification> {
         let form = match_form(tool_name);
         let special = self
             .overlay
@@ -331,45 +427,35 @@ impl<'o> Classifier<'o> {
             }
             return Some(shape(op, None, Via::Special, sc.kind, sc.destructive, None));
         }
-        for (i, rule) in self.rules.iter().enumerate() {
-            let matches = match_all(&rule.pattern, &form);
-            if matches.is_empty() {
+        for (i, rule) in self
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.covers(file))
+        {
+            let Some(RuleMatch {
+                op,
+                entity,
+                unknown_entity,
+            }) = rule.apply(&form, &self.vocab)
+            else {
                 continue;
-            }
-            // Prefer a split whose entity placeholders are all vocabulary words.
-            let resolved = matches.iter().find_map(|caps| {
-                let mut entity = None;
-                for c in ENTITY_CAPS {
-                    if let Some(text) = caps.get(c) {
-                        entity = Some(self.known_entity(c, text)?);
-                    }
-                }
-                Some((caps, entity, None))
-            });
-            let (caps, entity, unknown) = match resolved {
-                Some(r) => r,
-                None => {
-                    let caps = &matches[0];
-                    let guess = caps
-                        .get("entity")
-                        .cloned()
-                        .or_else(|| caps.get("entities").map(|p| singularize(p)));
-                    (caps, guess.clone(), guess)
-                }
             };
-            let op = render(&rule.template, caps, entity.as_deref(), &form);
-            if !valid_op(&op) {
-                continue;
-            }
             return Some(shape(
                 op,
                 entity,
                 Via::Rule(i),
                 rule.kind,
                 rule.destructive,
-                unknown,
+                unknown_entity,
             ));
         }
+        None
+    }
+
+    /// The fallback's op for a name no special case, rule or inference took.
+    pub fn classify_fallback(&self, tool_name: &str) -> Option<Classification> {
+        let form = match_form(tool_name);
         let fallback = self.fallback.as_ref()?;
         let op = render(fallback, &BTreeMap::new(), None, &form);
         if !valid_op(&op) {
@@ -404,6 +490,20 @@ fn render(
             Seg::Cap(c) => caps.get(c).cloned().unwrap_or_default(),
         })
         .collect()
+}
+
+/// A classification from an inferred op.
+pub fn inferred(inf: &super::infer::Inferred) -> Classification {
+    Classification {
+        op: inf.op.clone(),
+        group: inf.group.clone(),
+        entity: inf.entity.clone(),
+        action: inf.action.clone(),
+        via: Via::Inferred,
+        stated_kind: None,
+        stated_destructive: None,
+        unknown_entity: None,
+    }
 }
 
 fn shape(

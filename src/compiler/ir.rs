@@ -2,6 +2,7 @@
 
 use super::enrich;
 use super::examples;
+use super::infer;
 use super::load::Loaded;
 use super::overlay::{LoadedOverlay, Overlay};
 use super::policy;
@@ -23,6 +24,14 @@ pub fn assemble(
     diags: &mut Diagnostics,
 ) -> Registry {
     let overlay = &lo.overlay;
+    // Entities of inferred ops get a drafted plural when the vocabulary lacks them; entities an
+    // overlay's own rules or special cases produce stay as the overlay says.
+    let inferred_entities: BTreeSet<String> = tools
+        .iter()
+        .filter_map(|t| t.class.as_ref())
+        .filter(|c| c.via == super::classify::Via::Inferred)
+        .filter_map(|c| c.entity.clone())
+        .collect();
     let mut ops = BTreeMap::new();
     for t in tools {
         let Some(class) = t.class else { continue };
@@ -107,6 +116,7 @@ pub fn assemble(
         })
         .collect();
 
+    let infer = overlay.classify.infer;
     let mut tree: BTreeMap<String, GroupNode> = BTreeMap::new();
     for rec in ops.values() {
         let group = tree.entry(rec.group.clone()).or_insert_with(|| GroupNode {
@@ -122,7 +132,11 @@ pub fn assemble(
                 let node = group.entities.entry(e.clone()).or_insert_with(|| {
                     let spec = overlay.entities.get(e.as_str());
                     EntityNode {
-                        plural: spec.and_then(|s| s.plural.clone()),
+                        // Inference drafts the plural of an entity the vocabulary lacks.
+                        plural: spec.and_then(|s| s.plural.clone()).or_else(|| {
+                            (spec.is_none() && inferred_entities.contains(e))
+                                .then(|| infer::entity_plural(e))
+                        }),
                         summary: spec.and_then(|s| s.summary.clone()),
                         ops: Vec::new(),
                     }
@@ -131,6 +145,13 @@ pub fn assemble(
             }
             None => group.ops.push(rec.op.clone()),
         }
+    }
+    if infer {
+        draft_group_summaries(&mut tree);
+    }
+    let mut profiles = profiles;
+    if infer && lo.overlay.profiles.is_empty() && tree.len() >= 2 {
+        profiles = group_profiles(&tree);
     }
 
     let entities: BTreeSet<(&str, &str)> = ops
@@ -171,6 +192,50 @@ pub fn assemble(
     };
     reg.registry_version = super::stamp::registry_version(&reg);
     reg
+}
+
+/// A one-line summary for every group the overlay gives none, drafted from its entities.
+fn draft_group_summaries(tree: &mut BTreeMap<String, GroupNode>) {
+    for (name, g) in tree.iter_mut().filter(|(_, g)| g.summary.is_empty()) {
+        let entities: Vec<(String, usize)> = g
+            .entities
+            .iter()
+            .map(|(e, n)| (e.clone(), n.ops.len()))
+            .collect();
+        let plurals: BTreeMap<&str, &str> = g
+            .entities
+            .iter()
+            .filter_map(|(e, n)| Some((e.as_str(), n.plural.as_deref()?)))
+            .collect();
+        let plural_of = |e: &str| {
+            plurals
+                .get(e)
+                .map_or_else(|| infer::entity_plural(e), |p| p.to_string())
+        };
+        let ops = g.ops.len() + g.entities.values().map(|n| n.ops.len()).sum::<usize>();
+        g.summary = infer::group_summary(name, &entities, &plural_of, ops);
+    }
+}
+
+/// With no `[profiles]` in the overlay and several groups: one profile per group, every op of it.
+fn group_profiles(tree: &BTreeMap<String, GroupNode>) -> BTreeMap<String, Profile> {
+    tree.iter()
+        .map(|(name, g)| {
+            let mut ops: Vec<String> = g
+                .ops
+                .iter()
+                .chain(g.entities.values().flat_map(|n| &n.ops))
+                .cloned()
+                .collect();
+            ops.sort();
+            let profile = Profile {
+                description: Some(format!("Every tool of the group `{name}`. {}", g.summary)),
+                ops,
+                core: Vec::new(),
+            };
+            (name.clone(), profile)
+        })
+        .collect()
 }
 
 fn gateway_names(overlay: &Overlay) -> GatewayNames {

@@ -119,7 +119,7 @@ pub fn check(
                     );
                 }
             }
-            Via::Special => {}
+            Via::Special | Via::Inferred => {}
         }
         if let Some(first) = by_op.get(class.op.as_str()) {
             diags.push(
@@ -236,7 +236,16 @@ pub fn check(
             .groups
             .get(g)
             .is_some_and(|s| !s.summary.trim().is_empty());
-        if !has {
+        if !has && overlay.classify.infer {
+            diags.push(
+                Diagnostic::new(
+                    Code::Inferred,
+                    format!("group `{g}` has no summary in the overlay; one was drafted from its entities"),
+                )
+                .at(lo.loc(0..0))
+                .help(format!("add `[groups.{g}]` with `summary = \"...\"` to say it better")),
+            );
+        } else if !has {
             diags.push(
                 Diagnostic::new(Code::MissingGroupSummary, format!("group `{g}` has no summary"))
                     .at(lo.loc(0..0))

@@ -7,8 +7,10 @@
 //! [`compile`] runs everything up to the stamped IR and returns it with every diagnostic found.
 
 pub mod classify;
+pub mod draft;
 pub mod enrich;
 pub mod examples;
+pub mod infer;
 pub mod ir;
 pub mod lint;
 pub mod load;
@@ -19,7 +21,7 @@ pub mod provider_lint;
 pub mod source;
 pub mod stamp;
 
-use crate::diag::Diagnostics;
+use crate::diag::{self, Diagnostics};
 use crate::registry::{Kind, Registry};
 use classify::{Classification, Classifier};
 use load::{Loaded, RawTool};
@@ -50,11 +52,33 @@ pub struct Compiled {
     pub inputs: Vec<PathBuf>,
 }
 
+/// Which overlay a compile uses.
+#[derive(Debug, Clone)]
+pub enum OverlaySource {
+    /// `toolreg.toml` in the definitions folder, if there is one.
+    File,
+    /// This text instead (`toolreg init` checks its draft this way); empty text is no overlay.
+    Text(String),
+}
+
 /// Compiles a definitions folder (with its `toolreg.toml`) to a stamped registry.
 pub fn compile(definitions: &Path) -> Compiled {
+    compile_with(definitions, OverlaySource::File)
+}
+
+/// Compiles a definitions folder with the given overlay.
+pub fn compile_with(definitions: &Path, source: OverlaySource) -> Compiled {
     let mut diags = Diagnostics::default();
     let display = definitions.to_string_lossy().replace('\\', "/");
-    let lo = overlay::load(definitions, &display, &mut diags);
+    let lo = match source {
+        OverlaySource::File => overlay::load(definitions, &display, &mut diags),
+        OverlaySource::Text(text) => overlay::parse(
+            text,
+            load::display_path(&display, overlay::OVERLAY_FILE),
+            None,
+            &mut diags,
+        ),
+    };
     let mut loaded = load::load(definitions, &mut diags);
     // Moved out, not cloned: schemas are most of the memory a large catalog takes.
     let raw_tools = std::mem::take(&mut loaded.tools);
@@ -67,10 +91,19 @@ pub fn compile(definitions: &Path) -> Compiled {
 
     let registry = lo.and_then(|lo| {
         let classifier = Classifier::new(&lo, &mut diags);
-        let tools: Vec<Tool> = raw_tools
+        let mut tools: Vec<Tool> = raw_tools
             .into_iter()
-            .map(|raw| analyze(raw, &loaded, &lo.overlay, &classifier, &mut diags))
+            .map(|raw| analyze(raw, &loaded, &classifier, &mut diags))
             .collect();
+        if lo.overlay.classify.infer {
+            infer_unclassified(&mut tools, &loaded, &lo.overlay, &classifier, &mut diags);
+        }
+        for t in &mut tools {
+            if t.class.is_none() {
+                t.class = classifier.classify_fallback(&t.raw.name);
+            }
+            decide_kind(t, &lo.overlay);
+        }
         lint::check(&tools, &loaded, &lo, &classifier, &mut diags);
         // Assembly checks examples, aliases and profiles; run it even after errors so one run
         // reports everything (unclassified tools are skipped), then discard the registry.
@@ -94,11 +127,10 @@ pub fn compile(definitions: &Path) -> Compiled {
     }
 }
 
-/// normalize + classify + kind/destructive for one tool.
+/// normalize + classify by the overlay (special cases and rules) for one tool.
 fn analyze(
     mut raw: RawTool,
     loaded: &Loaded,
-    overlay: &overlay::Overlay,
     classifier: &Classifier,
     diags: &mut Diagnostics,
 ) -> Tool {
@@ -110,37 +142,91 @@ fn analyze(
         &|p| loaded.loc(file, p),
         diags,
     );
-    let class = classifier.classify(&raw.name);
-    let (kind, destructive) = match &class {
-        Some(c) => {
-            let ov = overlay.ops.get(c.op.as_str());
-            let kind = classify::resolve_kind(
-                c,
-                &raw.name,
-                ov.and_then(|o| o.kind),
-                raw.annotations.as_ref(),
-                overlay,
-            );
-            let destructive = classify::resolve_destructive(
-                c,
-                &raw.name,
-                kind,
-                ov.and_then(|o| o.destructive),
-                raw.annotations.as_ref(),
-                overlay,
-            );
-            (kind, destructive)
-        }
-        None => (Kind::Write, false),
-    };
+    let class = classifier.classify(&raw.name, &loaded.files[file].rel);
     let provider_name = enrich::provider_name(&raw.name);
     Tool {
         raw,
         class,
-        kind,
-        destructive,
+        kind: Kind::Write,
+        destructive: false,
         provider_name,
     }
+}
+
+/// Infers an op for every tool the overlay left unclassified, with one note per op (and a
+/// warning per collision), located at the tool's name.
+fn infer_unclassified(
+    tools: &mut [Tool],
+    loaded: &Loaded,
+    overlay: &overlay::Overlay,
+    classifier: &Classifier,
+    diags: &mut Diagnostics,
+) {
+    if tools.iter().all(|t| t.class.is_some()) {
+        return;
+    }
+    let inputs: Vec<infer::Input> = tools
+        .iter()
+        .map(|t| infer::Input {
+            name: &t.raw.name,
+            file: &loaded.files[t.raw.file].rel,
+            read_only: t.raw.annotations.as_ref().and_then(|a| a.read_only_hint),
+            classified: t.class.is_some(),
+        })
+        .collect();
+    let reserved = tools
+        .iter()
+        .filter_map(|t| t.class.as_ref().map(|c| c.op.clone()))
+        .collect();
+    let extra_verbs = overlay
+        .classify
+        .read_verbs
+        .iter()
+        .chain(&overlay.classify.destructive_verbs)
+        .cloned()
+        .collect();
+    let inferred = infer::infer(&inputs, classifier.vocabulary(), &extra_verbs, &reserved);
+    for (t, inf) in tools.iter_mut().zip(inferred) {
+        let Some(inf) = inf else { continue };
+        let at = loaded.loc(t.raw.file, t.raw.name_pointer.clone());
+        let name = &t.raw.name;
+        if let Some(owner) = &inf.collided_with {
+            diags.push(
+                diag::Diagnostic::new(
+                    diag::Code::InferredCollision,
+                    format!("tools `{owner}` and `{name}` were both inferred as one op; `{name}` became `{}`", inf.op),
+                )
+                .at(at.clone())
+                .help(format!("to choose the ops yourself, add special cases: `{name:?} = \"group.entity.action\"`")),
+            );
+        }
+        diags.push(
+            diag::Diagnostic::new(
+                diag::Code::Inferred,
+                format!("tool `{name}` inferred as `{}`", inf.op),
+            )
+            .at(at)
+            .help(inf.why.clone()),
+        );
+        t.class = Some(classify::inferred(&inf));
+    }
+}
+
+/// The kind/destructive decision for a classified tool (overrides, the classification, MCP
+/// annotations, then the verb lists).
+fn decide_kind(t: &mut Tool, overlay: &overlay::Overlay) {
+    let Some(c) = &t.class else { return };
+    let ov = overlay.ops.get(c.op.as_str());
+    let ann = t.raw.annotations.as_ref();
+    t.kind = classify::resolve_kind(c, &t.raw.name, ov.and_then(|o| o.kind), ann, overlay);
+    t.destructive = classify::resolve_destructive(
+        c,
+        &t.raw.name,
+        t.kind,
+        ov.and_then(|o| o.destructive),
+        ann,
+        overlay,
+    );
 }
 
 /// Fills line:col for diagnostics that only know a JSON pointer, parsing each file once.

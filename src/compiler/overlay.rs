@@ -207,6 +207,9 @@ pub struct Rule {
     pub op: String,
     pub kind: Option<Kind>,
     pub destructive: Option<bool>,
+    /// Only tools from this definitions file (relative path, `*` matches any run of
+    /// characters): `file = "memory.mcp.json"`.
+    pub file: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -267,6 +270,15 @@ pub struct ClassifySettings {
     /// Verbs that make a write op destructive.
     #[serde(default = "default_destructive_verbs")]
     pub destructive_verbs: Vec<String>,
+    /// Infer ops from tool names that no special case or rule takes (before the fallback), and
+    /// draft missing group summaries, entity plurals and per-group profiles. `false` keeps the
+    /// strict behaviour: every name needs a rule, a special case or the fallback.
+    #[serde(default = "yes")]
+    pub infer: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for ClassifySettings {
@@ -274,27 +286,26 @@ impl Default for ClassifySettings {
         ClassifySettings {
             read_verbs: default_read_verbs(),
             destructive_verbs: default_destructive_verbs(),
+            infer: true,
         }
     }
 }
 
-/// Verbs that read: looking, searching, computing without changing anything.
-const READ_VERBS: &str = "get list search find read query fetch lookup show describe view count \
-    check visit browse inspect retrieve load exists is has compare summarize explain preview \
-    extract validate analyze calculate compute estimate export download assess identify";
-
-/// Verbs that destroy or rearrange data in ways that are hard to undo.
-const DESTRUCTIVE_VERBS: &str = "delete remove unlink reorganize purge drop destroy erase wipe \
-    truncate reset clear overwrite";
-
+// The default verb lists are the lexicon's (`compiler/infer/lexicon.toml`), so inference and the
+// kind decision agree on every verb.
 fn default_read_verbs() -> Vec<String> {
-    READ_VERBS.split_whitespace().map(str::to_owned).collect()
+    super::infer::words::Lexicon::get()
+        .read
+        .iter()
+        .cloned()
+        .collect()
 }
 
 fn default_destructive_verbs() -> Vec<String> {
-    DESTRUCTIVE_VERBS
-        .split_whitespace()
-        .map(str::to_owned)
+    super::infer::words::Lexicon::get()
+        .destructive
+        .iter()
+        .cloned()
         .collect()
 }
 
@@ -376,13 +387,23 @@ pub fn load(dir: &Path, display_dir: &str, diags: &mut Diagnostics) -> Option<Lo
             return None;
         }
     };
+    parse(text, display, Some(path), diags)
+}
+
+/// Parses overlay text (`path` is the file it came from, if any, for `rerun-if-changed`).
+pub fn parse(
+    text: String,
+    display: String,
+    path: Option<std::path::PathBuf>,
+    diags: &mut Diagnostics,
+) -> Option<LoadedOverlay> {
     match toml::from_str::<Overlay>(&text) {
         Ok(overlay) => Some(LoadedOverlay {
             overlay,
             display,
             lines: super::source::LineIndex::new(&text),
             text,
-            path: Some(path),
+            path,
         }),
         Err(err) => {
             diags.push(toml_error(&err, &display, &text));

@@ -573,8 +573,36 @@ impl Gateway {
                 op,
             ));
         }
-        // 6. Validation, every field at once.
-        let errors = self.validate(record, &args);
+        // 6. Validation, every field at once; unknown names under open schemas too.
+        let mut errors = self.validate(record, &args);
+        for u in validate::unknown_arguments(&record.parameters_schema, &args) {
+            let field = u.pointer.trim_start_matches('/').replace('/', ".");
+            match (&u.closest, u.closest_missing) {
+                (Some(c), true) => {
+                    let message = format!(
+                        "`{}` is not an argument of this op; did you mean `{c}`?",
+                        u.name
+                    );
+                    // The missing-required error for `c` says what was probably meant.
+                    for e in errors.iter_mut().filter(|e| e.field.rsplit('.').next() == Some(c.as_str())) {
+                        e.hint = Some(format!("you sent `{}`: rename it to `{c}`", u.name));
+                    }
+                    errors.push(FieldError {
+                        field,
+                        pointer: u.pointer,
+                        message,
+                        expected: None,
+                        hint: Some(format!("rename `{}` to `{c}`", u.name)),
+                    });
+                }
+                (Some(c), false) => warnings.push(format!(
+                    "`{field}` is not an argument of this op; did you mean `{c}`? (the schema lets it through, the op ignores it)"
+                )),
+                (None, _) => warnings.push(format!(
+                    "`{field}` is not an argument of this op (the schema lets it through, the op ignores it)"
+                )),
+            }
+        }
         if !errors.is_empty() {
             let n = errors.len();
             return Err(fail_fields(

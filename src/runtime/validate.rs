@@ -90,6 +90,88 @@ fn type_hint(value: Option<&Value>, expected: &Value) -> Option<String> {
     }
 }
 
+/// An argument the schema does not name, at a level whose schema does not forbid extras (there
+/// the validator reports it already): most real schemas leave `additionalProperties` open, so
+/// `taskId` for `task_id` would otherwise pass silently or surface only as "missing `task_id`".
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnknownArgument {
+    /// JSON pointer of the unknown key.
+    pub pointer: String,
+    pub name: String,
+    /// The closest argument name at that level, if any is close.
+    pub closest: Option<String>,
+    /// Whether `closest` is required there and was not given: the call cannot be right.
+    pub closest_missing: bool,
+}
+
+/// Unknown arguments at every object level the schema describes with `properties`.
+pub fn unknown_arguments(schema: &Value, args: &Value) -> Vec<UnknownArgument> {
+    let mut out = Vec::new();
+    walk_unknown(schema, args, String::new(), 0, &mut out);
+    out
+}
+
+fn walk_unknown(
+    schema: &Value,
+    args: &Value,
+    at: String,
+    depth: usize,
+    out: &mut Vec<UnknownArgument>,
+) {
+    // Bounded: arguments nested deeper than any sane schema are not inspected.
+    const MAX_DEPTH: usize = 32;
+    let (Some(obj), Some(props)) = (
+        args.as_object(),
+        schema.get("properties").and_then(Value::as_object),
+    ) else {
+        return;
+    };
+    if depth > MAX_DEPTH {
+        return;
+    }
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for (key, value) in obj {
+        let pointer = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+        match props.get(key) {
+            Some(sub) => walk_unknown(sub, value, pointer, depth + 1, out),
+            None if closed => {}
+            None => {
+                let missing_required = required.iter().copied().filter(|r| !obj.contains_key(*r));
+                // A missing required name first: `taskId` when `task_id` is missing, or one
+                // inside the other (`filePath` when `path` is missing).
+                let closest = closest_property(key, missing_required.clone())
+                    .or_else(|| {
+                        let k = squash(key);
+                        let mut inside = missing_required.filter(|r| {
+                            let r = squash(r);
+                            r.len() >= 3 && (k.contains(&r) || r.contains(&k))
+                        });
+                        match (inside.next(), inside.next()) {
+                            (Some(only), None) => Some(only),
+                            _ => None,
+                        }
+                    })
+                    .or_else(|| closest_property(key, props.keys().map(String::as_str)))
+                    .map(str::to_owned);
+                let closest_missing = closest
+                    .as_deref()
+                    .is_some_and(|c| required.contains(&c) && !obj.contains_key(c));
+                out.push(UnknownArgument {
+                    pointer,
+                    name: key.clone(),
+                    closest,
+                    closest_missing,
+                });
+            }
+        }
+    }
+}
+
 /// Every failing field of `args`, in the order the validator found them.
 pub fn field_errors(
     validator: &jsonschema::Validator,
@@ -257,5 +339,34 @@ mod tests {
         );
         assert_eq!(by("owner.user_id").pointer, "/owner/user_id");
         assert_eq!(errs.len(), 5);
+    }
+
+    #[test]
+    fn unknown_arguments_under_open_schemas() {
+        let schema = json!({"type": "object", "properties": {
+            "task_id": {"type": "string"},
+            "title": {"type": "string"},
+            "owner": {"type": "object", "properties": {"user_id": {"type": "string"}}}
+        }, "required": ["task_id"]});
+        let found = unknown_arguments(
+            &schema,
+            &json!({"taskId": "t1", "titel": "x", "zzz": 1, "owner": {"userId": "u"}}),
+        );
+        let by = |n: &str| found.iter().find(|u| u.name == n).unwrap();
+        assert_eq!(by("taskId").closest.as_deref(), Some("task_id"));
+        assert!(by("taskId").closest_missing);
+        assert_eq!(by("titel").closest.as_deref(), Some("title"));
+        assert!(!by("titel").closest_missing);
+        assert_eq!(by("zzz").closest, None);
+        assert_eq!(by("userId").pointer, "/owner/userId");
+        assert_eq!(by("userId").closest.as_deref(), Some("user_id"));
+        let path = json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+        let found = unknown_arguments(&path, &json!({"filePath": "/x"}));
+        assert_eq!(found[0].closest.as_deref(), Some("path"));
+        assert!(found[0].closest_missing);
+        // A closed level is the validator's job: nothing reported twice.
+        let closed =
+            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": false});
+        assert!(unknown_arguments(&closed, &json!({"b": 1})).is_empty());
     }
 }

@@ -1,0 +1,457 @@
+//! `toolreg init`: drafts a `toolreg.toml` from what inference made of a catalog, for a person to
+//! review in minutes. Groups with their drafted summaries, the entity vocabulary with plurals, the
+//! few ordered rules that reproduce most ops, special cases only for the rest, one profile per
+//! group. The draft is checked before it is returned: building with it gives the same registry
+//! version as building with no overlay.
+
+use super::classify::{match_form, CompiledRule, Vocab};
+use super::infer::{self, Inferred};
+use super::{compile_with, OverlaySource};
+use crate::diag::Diagnostics;
+use crate::registry::Registry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A drafted overlay and what it holds.
+#[derive(Debug)]
+pub struct Draft {
+    pub text: String,
+    pub tools: usize,
+    pub files: usize,
+    pub groups: usize,
+    pub entities: usize,
+    pub rules: usize,
+    pub special: usize,
+    pub profiles: usize,
+    /// How many ops the rules reproduce (the rest are special cases).
+    pub by_rules: usize,
+    /// The version of the registry built with no overlay, and with the draft: equal.
+    pub registry_version: String,
+    /// The zero-config build's findings (warnings about the schemas, notes on inference).
+    pub diagnostics: Diagnostics,
+}
+
+/// Why no draft could be made.
+#[derive(Debug)]
+pub enum DraftError {
+    /// The catalog does not build even with inference (bad JSON, duplicate names...).
+    Input(Diagnostics),
+    /// The draft did not reproduce the zero-config registry (a bug in toolreg: please report).
+    Mismatch(String),
+}
+
+/// A candidate rule and, per tool it matches, whether it gives the right op.
+struct Candidate {
+    pattern: String,
+    op: String,
+    /// Only tools of this file (a group that came from its file, not from the names).
+    file: Option<String>,
+    /// Tool index -> right?
+    hits: BTreeMap<usize, bool>,
+}
+
+/// Drafts the overlay for the definitions folder (its own `toolreg.toml`, if any, is ignored).
+pub fn draft(definitions: &Path) -> Result<Draft, DraftError> {
+    let base = compile_with(definitions, OverlaySource::Text(String::new()));
+    let Some(reg) = base.registry else {
+        return Err(DraftError::Input(base.diagnostics));
+    };
+    let records: Vec<&crate::registry::OpRecord> = reg.ops.values().collect();
+    let inputs: Vec<infer::Input> = records
+        .iter()
+        .map(|r| infer::Input {
+            name: &r.tool_name,
+            file: &r.source.file,
+            read_only: r.annotations.as_ref().and_then(|a| a.read_only_hint),
+            classified: false,
+        })
+        .collect();
+    let inferred: Vec<Inferred> = infer::infer(
+        &inputs,
+        &Default::default(),
+        &Default::default(),
+        &Default::default(),
+    )
+    .into_iter()
+    .flatten()
+    .collect();
+    let vocab = Vocab::new(reg.tree.values().flat_map(|g| {
+        g.entities
+            .iter()
+            .map(|(e, n)| (e.clone(), n.plural.clone()))
+    }));
+    let forms: Vec<String> = records.iter().map(|r| match_form(&r.tool_name)).collect();
+    let candidates = candidates(&records, &inferred, &forms, &vocab);
+    let chosen = choose_rules(&candidates, records.len());
+
+    let mut special: BTreeSet<usize> = (0..records.len())
+        .filter(|&t| first_match(&chosen, &candidates, t) != Some(true))
+        .collect();
+    for _ in 0..3 {
+        let text = render(
+            &reg,
+            &records,
+            &candidates,
+            &chosen,
+            &special,
+            &base_files(&records),
+        );
+        let check = compile_with(definitions, OverlaySource::Text(text.clone()));
+        let Some(again) = check.registry else {
+            return Err(DraftError::Mismatch(format!(
+                "the draft does not build:\n{}",
+                check.diagnostics.render_text()
+            )));
+        };
+        let wrong: Vec<usize> = (0..records.len())
+            .filter(|&t| {
+                again.op_by_tool_name(&records[t].tool_name).map(|r| &r.op) != Some(&records[t].op)
+            })
+            .collect();
+        if wrong.is_empty() {
+            if again.registry_version != reg.registry_version {
+                return Err(DraftError::Mismatch(format!(
+                    "the draft builds registry {} but the zero-config build gave {}",
+                    again.registry_version, reg.registry_version
+                )));
+            }
+            let by_rules = records.len() - special.len();
+            return Ok(Draft {
+                text,
+                tools: records.len(),
+                files: base_files(&records),
+                groups: reg.tree.len(),
+                entities: vocab.singular.len(),
+                rules: chosen.len(),
+                special: special.len(),
+                profiles: reg.profiles.len(),
+                by_rules,
+                registry_version: reg.registry_version.clone(),
+                diagnostics: base.diagnostics,
+            });
+        }
+        special.extend(wrong);
+    }
+    Err(DraftError::Mismatch(
+        "the draft's rules and special cases did not settle".into(),
+    ))
+}
+
+fn base_files(records: &[&crate::registry::OpRecord]) -> usize {
+    records
+        .iter()
+        .map(|r| r.source.file.as_str())
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// Rule candidates written from each tool's shape: the verb as `{action}` or literal, the
+/// entity as `{entity}`, the qualifier as `{qualifier}` or literal, the prefix literal.
+fn candidates(
+    records: &[&crate::registry::OpRecord],
+    inferred: &[Inferred],
+    forms: &[String],
+    vocab: &Vocab,
+) -> Vec<Candidate> {
+    let mut keys: BTreeSet<(String, String, Option<String>)> = BTreeSet::new();
+    for ((inf, form), rec) in inferred.iter().zip(forms).zip(records) {
+        for (pattern, op) in patterns_of(inf, form) {
+            // Unscoped, and scoped to the tool's file: names alone cannot tell two servers'
+            // `create_{entity}` apart.
+            keys.insert((pattern.clone(), op.clone(), Some(rec.source.file.clone())));
+            keys.insert((pattern, op, None));
+        }
+    }
+    let mut out = Vec::new();
+    for (pattern, op, file) in keys {
+        let Ok(rule) = CompiledRule::parse(&pattern, &op) else {
+            continue;
+        };
+        let rule = rule.only_file(file.clone());
+        let literals: Vec<&str> = pattern
+            .split(['{', '}'])
+            .enumerate()
+            .filter(|(i, s)| i % 2 == 0 && !s.is_empty())
+            .map(|(_, s)| s)
+            .collect();
+        let mut hits = BTreeMap::new();
+        for (t, form) in forms.iter().enumerate() {
+            if !rule.covers(&records[t].source.file) || !literals.iter().all(|l| form.contains(l)) {
+                continue;
+            }
+            if let Some(m) = rule.apply(form, vocab) {
+                hits.insert(t, m.op == records[t].op);
+            }
+        }
+        if hits.values().filter(|r| **r).count() >= 2 {
+            out.push(Candidate {
+                pattern,
+                op,
+                file,
+                hits,
+            });
+        }
+    }
+    out
+}
+
+/// The (pattern, op template) pairs one tool suggests, when its words line up with its name.
+fn patterns_of(inf: &Inferred, form: &str) -> Vec<(String, String)> {
+    let s = &inf.shape;
+    if !s.plain || s.verb.is_empty() {
+        return Vec::new();
+    }
+    #[derive(Clone, Copy, PartialEq)]
+    enum Role {
+        Prefix,
+        Verb,
+        Entity,
+        Qualifier,
+    }
+    let prefix: Vec<(Role, &String)> = s.prefix.iter().map(|p| (Role::Prefix, p)).collect();
+    let verb: Vec<(Role, &String)> = s.verb.iter().map(|w| (Role::Verb, w)).collect();
+    let noun: Vec<(Role, &String)> = s
+        .entity_words
+        .iter()
+        .map(|w| (Role::Entity, w))
+        .chain(s.qualifier_words.iter().map(|w| (Role::Qualifier, w)))
+        .collect();
+    let layouts: Vec<Vec<(Role, &String)>> = if s.verb_last {
+        vec![[&prefix[..], &noun, &verb].concat()]
+    } else {
+        vec![
+            [&prefix[..], &verb, &noun].concat(),
+            [&verb[..], &prefix, &noun].concat(),
+        ]
+    };
+    let form_words: Vec<&str> = form.split('_').collect();
+    let Some(layout) = layouts.into_iter().find(|l| {
+        l.len() == form_words.len() && l.iter().zip(&form_words).all(|((_, w), f)| w == f)
+    }) else {
+        return Vec::new();
+    };
+    let action = s.verb.join("_");
+    let qualifier = s.qualifier_words.join("_");
+    let mut out = Vec::new();
+    for generic_verb in [true, false] {
+        for generic_qualifier in [true, false] {
+            if qualifier.is_empty() && !generic_qualifier {
+                continue;
+            }
+            let mut pieces: Vec<String> = Vec::new();
+            let mut last: Option<Role> = None;
+            for (role, word) in &layout {
+                let placeholder = match role {
+                    Role::Verb if generic_verb => Some("{action}"),
+                    Role::Entity => Some("{entity}"),
+                    Role::Qualifier if generic_qualifier => Some("{qualifier}"),
+                    _ => None,
+                };
+                match placeholder {
+                    Some(p) if last == Some(*role) => {
+                        let _ = p; // one placeholder per run of words
+                    }
+                    Some(p) => pieces.push(p.to_string()),
+                    None => pieces.push(word.to_string()),
+                }
+                last = Some(*role);
+            }
+            let pattern = pieces.join("_");
+            let mut op = vec![inf.group.clone(), "{entity}".to_string()];
+            if !qualifier.is_empty() {
+                op.push(if generic_qualifier {
+                    "{qualifier}".into()
+                } else {
+                    qualifier.clone()
+                });
+            }
+            op.push(if generic_verb {
+                "{action}".into()
+            } else {
+                action.clone()
+            });
+            out.push((pattern, op.join(".")));
+        }
+    }
+    out
+}
+
+/// Whether the first chosen rule that matches tool `t` gets it right (`None`: none matches).
+fn first_match(chosen: &[usize], candidates: &[Candidate], t: usize) -> Option<bool> {
+    chosen
+        .iter()
+        .find_map(|&c| candidates[c].hits.get(&t).copied())
+}
+
+/// Greedy: repeatedly insert, at its best position, the candidate that makes the most tools
+/// right (minus the ones it would take from a rule that had them right), while that gains at
+/// least two tools over writing special cases. Ties go to the earlier candidate (sorted keys).
+fn choose_rules(candidates: &[Candidate], tools: usize) -> Vec<usize> {
+    const MAX_RULES: usize = 40;
+    let mut chosen: Vec<usize> = Vec::new();
+    while chosen.len() < MAX_RULES {
+        // Per tool: the position of the rule that takes it now, and whether it is right.
+        let current: Vec<Option<(usize, bool)>> = (0..tools)
+            .map(|t| {
+                chosen
+                    .iter()
+                    .enumerate()
+                    .find_map(|(pos, &c)| candidates[c].hits.get(&t).map(|r| (pos, *r)))
+            })
+            .collect();
+        let mut best: Option<(i64, usize, usize)> = None;
+        for (ci, cand) in candidates.iter().enumerate() {
+            if chosen.contains(&ci) {
+                continue;
+            }
+            for pos in 0..=chosen.len() {
+                let gain: i64 = cand
+                    .hits
+                    .iter()
+                    .filter(|(t, _)| current[**t].is_none_or(|(p, _)| p >= pos))
+                    .map(|(t, right)| {
+                        let was = current[*t].is_some_and(|(_, r)| r);
+                        i64::from(*right) - i64::from(was)
+                    })
+                    .sum();
+                if best.is_none_or(|(g, _, _)| gain > g) {
+                    best = Some((gain, ci, pos));
+                }
+            }
+        }
+        match best {
+            Some((gain, ci, pos)) if gain >= 2 => chosen.insert(pos, ci),
+            _ => break,
+        }
+    }
+    chosen
+}
+
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn key(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        s.to_string()
+    } else {
+        quote(s)
+    }
+}
+
+fn render(
+    reg: &Registry,
+    records: &[&crate::registry::OpRecord],
+    candidates: &[Candidate],
+    chosen: &[usize],
+    special: &BTreeSet<usize>,
+    files: &usize,
+) -> String {
+    let mut t = String::new();
+    let by_rules = records.len() - special.len();
+    let _ = writeln!(
+        t,
+        "# toolreg.toml drafted by `toolreg init` from {} tools in {files} file{}.\n#\n\
+         # Everything here was inferred from the tool names (and MCP annotations); building with it\n\
+         # gives exactly the registry the build gave with no overlay. Review it in this order:\n\
+         #   1. [groups]: does each summary say what the group is for? The model reads them first.\n\
+         #   2. [entities]: are these the nouns of your domain, with the right plurals?\n\
+         #   3. [[rules]] and [special]: the ops. Special cases are names no rule reproduces.\n\
+         #   4. [profiles]: one typed tool list per group; shape them into your agent's contexts.\n\
+         # Then `toolreg build`, and commit this file with the generated folder.",
+        records.len(),
+        if *files == 1 { "" } else { "s" },
+    );
+    let _ = writeln!(
+        t,
+        "\n[registry]\n# name = \"my-catalog\"  # the catalog's name in every artifact (default \"registry\")\n\
+         # description = \"What these tools are for.\""
+    );
+    t.push_str("\n# Groups: a one-line summary each, drafted from its entities.\n");
+    for (name, g) in &reg.tree {
+        let _ = writeln!(
+            t,
+            "[groups.{}]\nsummary = {}\n",
+            key(name),
+            quote(&g.summary)
+        );
+    }
+    let mut entities: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+    for g in reg.tree.values() {
+        for (e, n) in &g.entities {
+            entities.insert(e, n.plural.as_deref());
+        }
+    }
+    if !entities.is_empty() {
+        t.push_str(
+            "# Entity vocabulary: singular = plural. Rules match either form.\n[entities]\n",
+        );
+        for (e, p) in &entities {
+            let _ = writeln!(t, "{} = {}", key(e), quote(p.unwrap_or(e)));
+        }
+        t.push('\n');
+    }
+    if !chosen.is_empty() {
+        let _ = writeln!(
+            t,
+            "# Ordered rules: the first that matches a name (in snake_case) wins. These {} reproduce\n\
+             # {by_rules} of the {} ops; `{{action}}` and `{{qualifier}}` capture words of the name.",
+            chosen.len(),
+            records.len()
+        );
+        for &c in chosen {
+            let c = &candidates[c];
+            let _ = write!(
+                t,
+                "[[rules]]\npattern = {}\nop = {}\n",
+                quote(&c.pattern),
+                quote(&c.op)
+            );
+            if let Some(f) = &c.file {
+                let _ = writeln!(t, "file = {}", quote(f));
+            }
+            t.push('\n');
+        }
+    }
+    if !special.is_empty() {
+        let _ = writeln!(
+            t,
+            "# Special cases, checked before the rules: the {} name{} no rule above reproduces.\n\
+             # Check these first: an odd name often means an odd op.\n[special]",
+            special.len(),
+            if special.len() == 1 { "" } else { "s" }
+        );
+        let mut rows: Vec<(&str, &str)> = special
+            .iter()
+            .map(|&i| (records[i].tool_name.as_str(), records[i].op.as_str()))
+            .collect();
+        rows.sort();
+        for (name, op) in rows {
+            let _ = writeln!(t, "{} = {}", key(name), quote(op));
+        }
+        t.push('\n');
+    }
+    if !reg.profiles.is_empty() {
+        t.push_str(
+            "# Profiles: one per group, every op of it (the same as the build makes with no\n\
+             # [profiles]). `core` ops keep their full description; the rest are deferred to help.\n",
+        );
+        for (name, p) in &reg.profiles {
+            let _ = writeln!(
+                t,
+                "[profiles.{}]\ndescription = {}\nops = [{}]\n",
+                key(name),
+                quote(p.description.as_deref().unwrap_or_default()),
+                quote(&format!("{name}.*"))
+            );
+        }
+    }
+    while t.ends_with("\n\n") {
+        t.pop();
+    }
+    t
+}

@@ -1,0 +1,242 @@
+//! Tool names as words, and the lexicon that says which words are verbs, fillers or modifiers.
+
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+/// A tool name cut into a namespace (from `math.add`, `github/create_issue` or
+/// `github__create_issue`) and lowercase words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameWords {
+    pub namespace: Option<String>,
+    pub words: Vec<String>,
+}
+
+/// Splits any name style: snake, kebab, camel, Pascal, dotted, spaced. Acronyms stay whole
+/// (`getPM2.5Level` -> `get pm2 5 level`), a lone capital before a word joins it
+/// (`ListOAuth2Tokens` -> `list oauth2 tokens`), digits stay on the word they follow.
+pub fn split_name(name: &str) -> NameWords {
+    let (namespace, rest) = namespace_of(name);
+    NameWords {
+        namespace,
+        words: split_words(rest),
+    }
+}
+
+/// A leading namespace: `ns.rest`, `ns/rest` or `ns__rest` where `ns` is a plain lowercase word
+/// (so `getPM2.5Level` has none).
+fn namespace_of(name: &str) -> (Option<String>, &str) {
+    let cut = [("__", 2), (".", 1), ("/", 1)]
+        .iter()
+        .filter_map(|(sep, len)| name.find(sep).map(|i| (i, *len)))
+        .min();
+    if let Some((i, len)) = cut {
+        let ns = &name[..i];
+        let rest = &name[i + len..];
+        let plain = !ns.is_empty()
+            && ns.starts_with(|c: char| c.is_ascii_lowercase())
+            && ns
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if plain && rest.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            return (Some(ns.replace('-', "_")), rest);
+        }
+    }
+    (None, name)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Class {
+    Lower,
+    Upper,
+    Digit,
+}
+
+fn class(c: char) -> Class {
+    if c.is_ascii_digit() {
+        Class::Digit
+    } else if c.is_uppercase() {
+        Class::Upper
+    } else {
+        Class::Lower
+    }
+}
+
+/// Lowercase words of a name without its namespace.
+pub fn split_words(name: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for run in name.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = run.chars().collect();
+        let mut pieces: Vec<String> = Vec::new();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (class(chars[i - 1]), class(chars[i]));
+            let next_lower = chars.get(i + 1).is_some_and(|c| class(*c) == Class::Lower);
+            let boundary = match (prev, cur) {
+                (Class::Lower, Class::Upper) | (Class::Digit, Class::Upper) => true,
+                // The last capital of an acronym starts the next word: `PMLevel` -> PM Level.
+                (Class::Upper, Class::Upper) => next_lower,
+                _ => false,
+            };
+            if boundary {
+                pieces.push(chars[start..i].iter().collect());
+                start = i;
+            }
+        }
+        if start < chars.len() {
+            pieces.push(chars[start..].iter().collect());
+        }
+        // A lone capital (but `A`) before a capitalized word belongs to it: `OAuth`, `XPath`.
+        let mut i = 0;
+        while i < pieces.len() {
+            let p = &pieces[i];
+            let lone = p.chars().count() == 1 && p.chars().all(char::is_uppercase) && p != "A";
+            if lone && i + 1 < pieces.len() {
+                let merged = format!("{p}{}", pieces[i + 1]);
+                pieces.splice(i..i + 2, [merged]);
+            }
+            i += 1;
+        }
+        words.extend(pieces.into_iter().map(|p| p.to_lowercase()));
+    }
+    words.retain(|w| !w.is_empty());
+    words
+}
+
+/// The lexicon (`lexicon.toml`, compiled in).
+#[derive(Debug)]
+pub struct Lexicon {
+    pub read: BTreeSet<String>,
+    pub write: BTreeSet<String>,
+    pub destructive: BTreeSet<String>,
+    pub verb_joiners: BTreeSet<String>,
+    pub fillers: BTreeSet<String>,
+    pub stop: BTreeSet<String>,
+    pub modifiers: BTreeSet<String>,
+    pub keep_plural: BTreeSet<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLexicon {
+    verbs: RawVerbs,
+    words: RawWords,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVerbs {
+    read: String,
+    write: String,
+    destructive: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWords {
+    verb_joiners: String,
+    fillers: String,
+    stop: String,
+    modifiers: String,
+    keep_plural: String,
+}
+
+fn set(s: &str) -> BTreeSet<String> {
+    s.split_whitespace().map(str::to_owned).collect()
+}
+
+impl Lexicon {
+    /// The built-in lexicon.
+    pub fn get() -> &'static Lexicon {
+        static LEXICON: OnceLock<Lexicon> = OnceLock::new();
+        LEXICON.get_or_init(|| {
+            let raw: RawLexicon = toml::from_str(include_str!("lexicon.toml"))
+                .expect("the built-in lexicon is valid TOML (a unit test parses it)");
+            Lexicon {
+                read: set(&raw.verbs.read),
+                write: set(&raw.verbs.write),
+                destructive: set(&raw.verbs.destructive),
+                verb_joiners: set(&raw.words.verb_joiners),
+                fillers: set(&raw.words.fillers),
+                stop: set(&raw.words.stop),
+                modifiers: set(&raw.words.modifiers),
+                keep_plural: set(&raw.words.keep_plural),
+            }
+        })
+    }
+
+    pub fn is_verb(&self, w: &str) -> bool {
+        self.read.contains(w) || self.write.contains(w) || self.destructive.contains(w)
+    }
+
+    /// A word that qualifies a noun: a listed modifier, or a participle (`linked`, `annotated`).
+    pub fn is_modifier(&self, w: &str) -> bool {
+        self.modifiers.contains(w) || (w.len() > 4 && w.ends_with("ed") && !w.ends_with("eed"))
+    }
+
+    /// English singular of a noun (a maintained inflection crate, plus the lexicon's exceptions).
+    pub fn singular(&self, w: &str) -> String {
+        if self.keep_plural.contains(w) || !w.chars().all(|c| c.is_ascii_alphabetic()) {
+            return w.to_string();
+        }
+        pluralizer::pluralize(w, 1, false)
+    }
+
+    /// English plural of a singular noun.
+    pub fn plural(&self, w: &str) -> String {
+        if self.keep_plural.contains(w) || !w.chars().all(|c| c.is_ascii_alphabetic()) {
+            return w.to_string();
+        }
+        pluralizer::pluralize(w, 2, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(n: &str) -> Vec<String> {
+        split_name(n).words
+    }
+
+    #[test]
+    fn every_name_style_splits_into_words() {
+        assert_eq!(words("list_onto_tasks"), ["list", "onto", "tasks"]);
+        assert_eq!(words("listOntoTasks"), ["list", "onto", "tasks"]);
+        assert_eq!(words("ListOntoTasks"), ["list", "onto", "tasks"]);
+        assert_eq!(words("list-onto-tasks"), ["list", "onto", "tasks"]);
+        assert_eq!(words("Summarize Detection"), ["summarize", "detection"]);
+        assert_eq!(words("getPM2.5Level"), ["get", "pm2", "5", "level"]);
+        assert_eq!(words("ListOAuth2Tokens"), ["list", "oauth2", "tokens"]);
+        assert_eq!(words("getHTTPResponse"), ["get", "http", "response"]);
+        assert_eq!(words("issue_create"), ["issue", "create"]);
+        assert_eq!(words("create_task_v2"), ["create", "task", "v2"]);
+    }
+
+    #[test]
+    fn namespaces_come_off_the_front() {
+        let n = split_name("math.add");
+        assert_eq!(n.namespace.as_deref(), Some("math"));
+        assert_eq!(n.words, ["add"]);
+        let n = split_name("github__create_issue");
+        assert_eq!(n.namespace.as_deref(), Some("github"));
+        assert_eq!(n.words, ["create", "issue"]);
+        assert_eq!(split_name("getPM2.5Level").namespace, None);
+        assert_eq!(split_name("web_search").namespace, None);
+    }
+
+    #[test]
+    fn the_lexicon_parses_and_inflects() {
+        let lx = Lexicon::get();
+        assert!(lx.is_verb("list") && lx.is_verb("delete") && !lx.is_verb("task"));
+        assert!(lx.read.contains("get") && lx.destructive.contains("delete"));
+        assert_eq!(lx.singular("entities"), "entity");
+        assert_eq!(lx.singular("statuses"), "status");
+        assert_eq!(lx.singular("data"), "data");
+        assert_eq!(
+            lx.plural("pull_request".rsplit('_').next().unwrap()),
+            "requests"
+        );
+        assert!(lx.is_modifier("linked") && lx.is_modifier("multiple") && !lx.is_modifier("need"));
+    }
+}
