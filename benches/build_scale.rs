@@ -1,6 +1,6 @@
 //! Build benchmark on synthetic catalogs of 100, 1,000 and 10,000 tools with realistic schemas
-//! (nested objects, arrays of objects, enums, defaults, 300-700 character descriptions) and an
-//! overlay of 120 ordered rules.
+//! (nested objects, arrays of objects, enums, defaults, 300-700 character descriptions), once with
+//! an overlay of 120 ordered rules and once with no overlay (every op inferred from its name).
 //!
 //! Each build runs in a child process (this binary re-executed with `--child`), so wall time
 //! includes process start and the peak RSS is the build's own. Prints medians and growth ratios,
@@ -98,44 +98,64 @@ fn main() {
     let tmp = tempfile::tempdir().unwrap();
     println!("toolreg build benchmark: registry only, child process per build, {reps} run(s) each, median");
     println!(
-        "{:>7} {:>10} {:>12} {:>14} {:>10}",
-        "tools", "input MB", "build (s)", "no-change (s)", "peak MB"
+        "{:>7} {:<22} {:>10} {:>12} {:>14} {:>10}",
+        "tools", "overlay", "input MB", "build (s)", "no-change (s)", "peak MB"
     );
-    let mut medians = Vec::new();
+    // The same catalog twice: with its 120-rule overlay, and with no overlay at all, where
+    // inference (compiler::infer) classifies every tool.
+    let mut medians: Vec<(usize, f64, f64)> = Vec::new();
     for &n in sizes {
-        let defs = tmp.path().join(format!("defs-{n}"));
-        write_catalog(&defs, n);
-        let input_mb = walkdir::WalkDir::new(&defs)
-            .into_iter()
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.metadata().ok())
-            .map(|m| m.len())
-            .sum::<u64>() as f64
-            / 1e6;
-        let mut cold = Vec::new();
-        let mut warm = Vec::new();
-        let mut peak = 0;
-        for r in 0..reps {
-            let out = tmp.path().join(format!("out-{n}-{r}"));
-            let first = run_child(&defs, &out, false);
-            assert!(first.written > 0);
-            let again = run_child(&defs, &out, false);
-            assert_eq!(again.written, 0, "a no-change rebuild must write nothing");
-            cold.push(first.secs);
-            warm.push(again.secs);
-            peak = peak.max(first.peak_kib);
+        let mut pair = [0.0; 2];
+        for (v, variant) in ["120 rules", "none (all inferred)"].iter().enumerate() {
+            let defs = tmp.path().join(format!("defs-{n}-{v}"));
+            write_catalog(&defs, n);
+            if v == 1 {
+                std::fs::remove_file(defs.join("toolreg.toml")).unwrap();
+            }
+            let input_mb = walkdir::WalkDir::new(&defs)
+                .into_iter()
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum::<u64>() as f64
+                / 1e6;
+            let mut cold = Vec::new();
+            let mut warm = Vec::new();
+            let mut peak = 0;
+            for r in 0..reps {
+                let out = tmp.path().join(format!("out-{n}-{v}-{r}"));
+                let first = run_child(&defs, &out, false);
+                assert!(first.written > 0);
+                let again = run_child(&defs, &out, false);
+                assert_eq!(again.written, 0, "a no-change rebuild must write nothing");
+                cold.push(first.secs);
+                warm.push(again.secs);
+                peak = peak.max(first.peak_kib);
+            }
+            pair[v] = median(cold);
+            println!(
+                "{n:>7} {variant:<22} {input_mb:>10.1} {:>12.3} {:>14.3} {:>10.1}",
+                pair[v],
+                median(warm),
+                peak as f64 / 1024.0
+            );
         }
-        let m = median(cold);
-        medians.push((n, m));
+        medians.push((n, pair[0], pair[1]));
+    }
+    for (n, rules, inferred) in &medians {
         println!(
-            "{n:>7} {input_mb:>10.1} {m:>12.3} {:>14.3} {:>10.1}",
-            median(warm),
-            peak as f64 / 1024.0
+            "{n} tools: no overlay (inference) / 120 rules: x{:.2}",
+            inferred / rules
         );
     }
     for w in medians.windows(2) {
-        let ((a, ta), (b, tb)) = (w[0], w[1]);
-        println!("growth {a} -> {b} tools ({}x): time x{:.1}", b / a, tb / ta);
+        let ((a, ta, ia), (b, tb, ib)) = (w[0], w[1]);
+        println!(
+            "growth {a} -> {b} tools ({}x): time x{:.1} with rules, x{:.1} inferred",
+            b / a,
+            tb / ta,
+            ib / ia
+        );
     }
     println!("no-change rebuilds wrote 0 files");
 

@@ -275,9 +275,11 @@ pub fn run() -> ExitCode {
                         .as_ref()
                         .expect("files imply a registry");
                     eprintln!(
-                        "built {} ops in {} groups ({}): {} written, {} removed, {} unchanged in `{}`",
+                        "built {} op{} in {} group{} ({}): {} written, {} removed, {} unchanged in `{}`",
                         reg.counts.ops,
+                        if reg.counts.ops == 1 { "" } else { "s" },
                         reg.counts.groups,
+                        if reg.counts.groups == 1 { "" } else { "s" },
                         reg.registry_version,
                         r.written.len(),
                         r.removed.len(),

@@ -1,29 +1,52 @@
-//! The README stays true: every diagnostic code is documented, and the overlay example is valid.
+//! The README stays a front door and the guide stays true: every diagnostic code and every
+//! runtime error code has its row in the guide, the guide's overlay example is valid, and every
+//! link from the README into the guide lands on a heading that exists.
 
 mod common;
 
 use toolreg::diag::{Code, Diagnostics};
 
-fn readme() -> String {
-    std::fs::read_to_string(common::repo().join("README.md")).unwrap()
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(common::repo().join(rel)).unwrap()
 }
 
 #[test]
 fn every_diagnostic_code_is_documented() {
-    let text = readme();
+    let text = read("docs/guide.md");
     for code in Code::ALL {
         let sev = format!("{:?}", code.severity()).to_lowercase();
         let row = format!("| {} | {sev} | {} |", code.as_str(), code.title());
-        assert!(text.contains(&row), "README lacks the row: {row}");
+        assert!(text.contains(&row), "docs/guide.md lacks the row: {row}");
+    }
+}
+
+#[test]
+fn every_runtime_error_code_is_documented() {
+    use toolreg::runtime::codes;
+    let text = read("docs/guide.md");
+    for code in [
+        codes::NOT_FOUND,
+        codes::FORBIDDEN,
+        codes::EMPTY_ARGS,
+        codes::MALFORMED_ARGS,
+        codes::VALIDATION_ERROR,
+        codes::CONFLICT,
+        codes::NOT_IMPLEMENTED,
+        codes::INTERNAL,
+    ] {
+        assert!(
+            text.contains(&format!("| `{code}` |")),
+            "docs/guide.md lacks a row for {code}"
+        );
     }
 }
 
 #[test]
 fn the_overlay_example_parses_without_unknown_keys() {
-    let text = readme();
+    let text = read("docs/guide.md");
     let start = text
         .find("```toml\n[registry]")
-        .expect("README has the overlay example");
+        .expect("the guide has the overlay example");
     let body = &text[start + "```toml\n".len()..];
     let example = &body[..body.find("```").unwrap()];
     let dir = tempfile::tempdir().unwrap();
@@ -33,11 +56,61 @@ fn the_overlay_example_parses_without_unknown_keys() {
     assert!(diags.is_empty(), "{}", diags.render_text());
     let overlay = lo.unwrap().overlay;
     assert_eq!(overlay.rules.len(), 3);
+    assert_eq!(
+        overlay.rules[1].get_ref().file.as_deref(),
+        Some("onto-*.json")
+    );
     assert_eq!(overlay.special.len(), 2);
     assert!(overlay.fallback.is_some());
+    assert!(overlay.classify.infer);
     assert_eq!(overlay.profiles.len(), 1);
     let task_create = &overlay.ops["onto.task.create"];
     assert!(task_create.policy.is_some());
     assert_eq!(task_create.examples.len(), 1);
     assert_eq!(overlay.budgets.tool_tokens, Some(900));
+}
+
+/// GitHub's anchor for a heading: lowercase, spaces to `-`, punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn readme_links_into_the_guide_resolve_and_the_readme_stays_short() {
+    let readme = read("README.md");
+    let guide = read("docs/guide.md");
+    let anchors: Vec<String> = guide
+        .lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| anchor(l.trim_start_matches('#')))
+        .collect();
+    let mut links = 0;
+    for part in readme.split("](docs/guide.md").skip(1) {
+        if let Some(rest) = part.strip_prefix('#') {
+            let a = &rest[..rest.find(')').unwrap()];
+            assert!(
+                anchors.iter().any(|x| x == a),
+                "no heading for #{a} in the guide"
+            );
+        }
+        links += 1;
+    }
+    assert!(links >= 5, "the README points into the guide");
+    // The front door: what it is, the two commands, the first five minutes, a screen each.
+    assert!(
+        readme.len() < 20_000,
+        "README is {} bytes: move reference material into docs/guide.md",
+        readme.len()
+    );
+    assert!(readme.contains("cargo run --release -- build") && readme.contains("scripts/test"));
+    assert!(readme.contains("## First five minutes"));
 }

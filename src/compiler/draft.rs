@@ -5,7 +5,7 @@
 //! version as building with no overlay.
 
 use super::classify::{match_form, CompiledRule, Vocab};
-use super::infer::{self, Inferred};
+use super::infer::{self, Inferred, Role};
 use super::{compile_with, OverlaySource};
 use crate::diag::Diagnostics;
 use crate::registry::Registry;
@@ -196,43 +196,29 @@ fn candidates(
     out
 }
 
-/// The (pattern, op template) pairs one tool suggests, when its words line up with its name.
+/// The (pattern, op template) pairs one tool suggests, when its words line up with its name:
+/// prefixes and stop words literal, the entity `{entity}`, the verb and the qualifier either
+/// captured (`{action}`, `{qualifier}`) or literal.
 fn patterns_of(inf: &Inferred, form: &str) -> Vec<(String, String)> {
     let s = &inf.shape;
-    if !s.plain || s.verb.is_empty() {
+    if !s.plain {
         return Vec::new();
     }
-    #[derive(Clone, Copy, PartialEq)]
-    enum Role {
-        Prefix,
-        Verb,
-        Entity,
-        Qualifier,
-    }
-    let prefix: Vec<(Role, &String)> = s.prefix.iter().map(|p| (Role::Prefix, p)).collect();
-    let verb: Vec<(Role, &String)> = s.verb.iter().map(|w| (Role::Verb, w)).collect();
-    let noun: Vec<(Role, &String)> = s
-        .entity_words
-        .iter()
-        .map(|w| (Role::Entity, w))
-        .chain(s.qualifier_words.iter().map(|w| (Role::Qualifier, w)))
-        .collect();
-    let layouts: Vec<Vec<(Role, &String)>> = if s.verb_last {
-        vec![[&prefix[..], &noun, &verb].concat()]
-    } else {
-        vec![
-            [&prefix[..], &verb, &noun].concat(),
-            [&verb[..], &prefix, &noun].concat(),
-        ]
-    };
     let form_words: Vec<&str> = form.split('_').collect();
-    let Some(layout) = layouts.into_iter().find(|l| {
-        l.len() == form_words.len() && l.iter().zip(&form_words).all(|((_, w), f)| w == f)
-    }) else {
+    if s.layout.len() != form_words.len()
+        || s.layout.iter().zip(&form_words).any(|((_, w), f)| w != f)
+    {
         return Vec::new();
+    }
+    let words_of = |r: Role| {
+        s.layout
+            .iter()
+            .filter(|(role, _)| *role == r)
+            .map(|(_, w)| w.as_str())
+            .collect::<Vec<_>>()
+            .join("_")
     };
-    let action = s.verb.join("_");
-    let qualifier = s.qualifier_words.join("_");
+    let (action, qualifier) = (words_of(Role::Verb), words_of(Role::Qualifier));
     let mut out = Vec::new();
     for generic_verb in [true, false] {
         for generic_qualifier in [true, false] {
@@ -240,8 +226,8 @@ fn patterns_of(inf: &Inferred, form: &str) -> Vec<(String, String)> {
                 continue;
             }
             let mut pieces: Vec<String> = Vec::new();
-            let mut last: Option<Role> = None;
-            for (role, word) in &layout {
+            let mut prev: Option<Role> = None;
+            for (role, word) in &s.layout {
                 let placeholder = match role {
                     Role::Verb if generic_verb => Some("{action}"),
                     Role::Entity => Some("{entity}"),
@@ -249,15 +235,13 @@ fn patterns_of(inf: &Inferred, form: &str) -> Vec<(String, String)> {
                     _ => None,
                 };
                 match placeholder {
-                    Some(p) if last == Some(*role) => {
-                        let _ = p; // one placeholder per run of words
-                    }
+                    // One placeholder per run of words of the same role.
+                    Some(_) if prev == Some(*role) => {}
                     Some(p) => pieces.push(p.to_string()),
-                    None => pieces.push(word.to_string()),
+                    None => pieces.push(word.clone()),
                 }
-                last = Some(*role);
+                prev = Some(*role);
             }
-            let pattern = pieces.join("_");
             let mut op = vec![inf.group.clone(), "{entity}".to_string()];
             if !qualifier.is_empty() {
                 op.push(if generic_qualifier {
@@ -271,7 +255,7 @@ fn patterns_of(inf: &Inferred, form: &str) -> Vec<(String, String)> {
             } else {
                 action.clone()
             });
-            out.push((pattern, op.join(".")));
+            out.push((pieces.join("_"), op.join(".")));
         }
     }
     out

@@ -41,20 +41,24 @@ pub struct Inferred {
     pub shape: Shape,
 }
 
-/// The name's layout in words: `[namespace] [prefix] verb nouns` or `[prefix] nouns verb`.
+/// What a word of a name is, for writing a rule pattern from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The namespace, shared prefix or group word: literal in a pattern.
+    Prefix,
+    /// A stop word or filler (`in`, `details`): literal in a pattern, not in the op.
+    Literal,
+    Verb,
+    Entity,
+    Qualifier,
+}
+
+/// The name's words in order with their roles (namespace first), when every word has one a rule
+/// pattern can express (a verb, an entity, one run of qualifier words).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Shape {
-    /// The group word or namespace as it appears in the name, if any.
-    pub prefix: Option<String>,
-    /// The verb words, as in the name (`create or update`).
-    pub verb: Vec<String>,
-    pub verb_last: bool,
-    /// The words that named the entity, as in the name (`pull requests`).
-    pub entity_words: Vec<String>,
-    /// The qualifier words after the entity, as in the name.
-    pub qualifier_words: Vec<String>,
-    /// Whether the words above are the whole name (no stop words, fillers or reordered
-    /// modifiers in between), so a rule pattern can be written from them.
+    pub layout: Vec<(Role, String)>,
+    /// Whether `layout` can become a rule pattern.
     pub plain: bool,
 }
 
@@ -195,15 +199,19 @@ impl Inflect<'_> {
 struct Analyzed {
     group: String,
     group_why: String,
-    prefix: Option<String>,
+    /// The namespace (`math` of `math.add`), if any.
+    namespace: Option<String>,
+    /// Every word of the name (without the namespace) with its role so far: prefix, literal or
+    /// verb; nouns and modifiers are decided later.
+    roles: Vec<Role>,
+    words: Vec<String>,
     verb: Vec<String>,
-    verb_last: bool,
-    /// Noun words in order, modifiers and fillers out.
+    /// Noun words in order (indices into `words`), modifiers and fillers out.
+    noun_at: Vec<usize>,
     nouns: Vec<String>,
+    modifier_at: Vec<usize>,
     modifiers: Vec<String>,
-    /// Stop words or fillers were dropped, or modifiers moved.
-    reshaped: bool,
-    /// The action when no verb was found (`get` from readOnlyHint, or a word of the name).
+    /// The action when no verb was found (`get` from readOnlyHint).
     action_override: Option<(String, &'static str)>,
 }
 
@@ -298,7 +306,7 @@ pub fn infer(
         .map(|(inp, p)| analyze(inp, p, &prefixes, &file_groups, lx, &is_verb))
         .collect();
 
-    // Whole noun phrases per entity key: which tools use the phrase whole, and every phrase.
+    // Whole noun phrases per entity key: which tools use the phrase whole.
     let mut whole: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
     for (i, a) in analyzed.iter().enumerate() {
         if !a.nouns.is_empty() {
@@ -308,7 +316,14 @@ pub fn infer(
                 .insert(i);
         }
     }
-    let phrases: Vec<Vec<String>> = analyzed.iter().map(|a| a.nouns.clone()).collect();
+    // How many tools' phrases strictly extend each leading run of words (`pull request` is
+    // extended by `pull request files`): counted once, so the entity choice stays linear.
+    let mut extended: BTreeMap<String, usize> = BTreeMap::new();
+    for a in &analyzed {
+        for j in 1..a.nouns.len() {
+            *extended.entry(a.nouns[..j].join(" ")).or_default() += 1;
+        }
+    }
 
     let mut out: Vec<Option<Inferred>> = Vec::with_capacity(inputs.len());
     for (i, (inp, a)) in inputs.iter().zip(&analyzed).enumerate() {
@@ -317,7 +332,7 @@ pub fn infer(
             continue;
         }
         out.push(Some(decide(
-            i, inp, a, &whole, &phrases, vocabulary, &inflect,
+            i, inp, a, &whole, &extended, vocabulary, &inflect,
         )));
     }
     resolve_collisions(inputs, &mut out, reserved);
@@ -332,10 +347,11 @@ fn analyze(
     lx: &Lexicon,
     is_verb: &dyn Fn(&str) -> bool,
 ) -> Analyzed {
-    let mut words = p.words.clone();
-    let mut prefix = None;
+    let words = p.words.clone();
+    let mut roles = vec![Role::Literal; words.len()];
+    // Indices of the words still to be read as verb or nouns.
+    let mut live: Vec<usize> = (0..words.len()).collect();
     let (group, group_why) = if let Some(ns) = &p.namespace {
-        prefix = Some(ns.clone());
         (
             segment(ns),
             format!("group `{}`: the namespace", segment(ns)),
@@ -344,87 +360,84 @@ fn analyze(
         .prefix_candidate
         .filter(|i| prefixes.contains(p.words[*i].as_str()))
     {
-        let w = words.remove(i);
-        prefix = Some(w.clone());
+        roles[i] = Role::Prefix;
+        live.retain(|&x| x != i);
         (
-            segment(&w),
-            format!("group `{}`: a prefix many tools share", segment(&w)),
+            segment(&words[i]),
+            format!("group `{}`: a prefix many tools share", segment(&words[i])),
         )
     } else {
         file_groups[inp.file].clone()
     };
+    let live_words =
+        |live: &[usize]| -> Vec<String> { live.iter().map(|&i| words[i].clone()).collect() };
     // A word naming the group again is not part of the entity: `list_calendar_events`.
-    if prefix.is_none() {
-        let at = leading_verb_end(&words, 0, lx, is_verb);
-        let slot = if at > 0 { at } else { 0 };
-        let names_group = words.get(slot).is_some_and(|w| {
+    if !roles.contains(&Role::Prefix) && p.namespace.is_none() {
+        let lw = live_words(&live);
+        let slot = leading_verb_end(&lw, 0, lx, is_verb);
+        let names_group = lw.get(slot).is_some_and(|w| {
             let w = segment(w);
             w == group || lx.singular(&w) == group || lx.plural(&group) == w
         });
-        if names_group && words.len() > slot + 1 {
-            prefix = Some(words.remove(slot));
+        if names_group && lw.len() > slot + 1 {
+            roles[live[slot]] = Role::Prefix;
+            live.remove(slot);
         }
     }
 
-    let verb_end = leading_verb_end(&words, 0, lx, is_verb);
-    let (verb, verb_last, rest): (Vec<String>, bool, Vec<String>) = if verb_end > 0 {
-        (
-            words[..verb_end].to_vec(),
-            false,
-            words[verb_end..].to_vec(),
-        )
-    } else if words.len() >= 2 && is_verb(&words[words.len() - 1]) {
-        let last = words.len() - 1;
-        (vec![words[last].clone()], true, words[..last].to_vec())
+    let lw = live_words(&live);
+    let verb_end = leading_verb_end(&lw, 0, lx, is_verb);
+    let (verb_at, rest_at): (Vec<usize>, Vec<usize>) = if verb_end > 0 {
+        (live[..verb_end].to_vec(), live[verb_end..].to_vec())
+    } else if lw.len() >= 2 && is_verb(&lw[lw.len() - 1]) {
+        let last = live.len() - 1;
+        (vec![live[last]], live[..last].to_vec())
     } else {
-        (Vec::new(), false, words.clone())
+        (Vec::new(), live.clone())
     };
+    for &i in &verb_at {
+        roles[i] = Role::Verb;
+    }
 
-    let mut nouns = Vec::new();
-    let mut modifiers = Vec::new();
-    let mut reshaped = false;
-    for w in &rest {
+    let mut noun_at = Vec::new();
+    let mut modifier_at = Vec::new();
+    for &i in &rest_at {
+        let w = &words[i];
         if lx.stop.contains(w) || lx.fillers.contains(w) {
-            reshaped = true;
-        } else if lx.is_modifier(w) && nouns.is_empty() {
-            modifiers.push(w.clone());
+            continue;
+        } else if lx.is_modifier(w) && noun_at.is_empty() {
+            modifier_at.push(i);
         } else {
-            nouns.push(w.clone());
+            noun_at.push(i);
         }
     }
-    if nouns.is_empty() {
+    if noun_at.is_empty() {
         // Nothing but modifiers or fillers: keep the words as they are.
-        nouns = rest
+        noun_at = rest_at
             .iter()
-            .filter(|w| !lx.stop.contains(*w))
-            .cloned()
+            .copied()
+            .filter(|&i| !lx.stop.contains(&words[i]))
             .collect();
-        modifiers.clear();
+        modifier_at.clear();
     }
-    if !modifiers.is_empty() {
-        reshaped = true;
-    }
-    let action_override = if verb.is_empty() {
-        if inp.read_only == Some(true) {
-            Some((
-                "get".to_string(),
-                "no verb in the name; MCP readOnlyHint says it reads",
-            ))
-        } else {
-            None
-        }
-    } else {
-        None
-    };
+    let action_override = (verb_at.is_empty() && inp.read_only == Some(true)).then(|| {
+        (
+            "get".to_string(),
+            "no verb in the name; MCP readOnlyHint says it reads",
+        )
+    });
+    let pick = |at: &[usize]| at.iter().map(|&i| words[i].clone()).collect::<Vec<_>>();
     Analyzed {
         group,
         group_why,
-        prefix,
-        verb,
-        verb_last,
-        nouns,
-        modifiers,
-        reshaped,
+        namespace: p.namespace.clone(),
+        verb: pick(&verb_at),
+        nouns: pick(&noun_at),
+        modifiers: pick(&modifier_at),
+        noun_at,
+        modifier_at,
+        roles,
+        words,
         action_override,
     }
 }
@@ -434,7 +447,7 @@ fn decide(
     inp: &Input,
     a: &Analyzed,
     whole: &BTreeMap<String, BTreeSet<usize>>,
-    phrases: &[Vec<String>],
+    extended: &BTreeMap<String, usize>,
     vocabulary: &Vocabulary,
     inflect: &Inflect,
 ) -> Inferred {
@@ -442,27 +455,32 @@ fn decide(
     let known = |key: &str| vocabulary.contains_key(key) || used_elsewhere(key);
 
     let mut nouns = a.nouns.clone();
+    let mut noun_at = a.noun_at.clone();
+    let mut roles = a.roles.clone();
     let mut why = vec![a.group_why.clone()];
-    let mut plain = !a.reshaped;
+    // Whether a rule pattern can be written from the roles (the verb is a word of the name).
+    let mut patternable = true;
     // The action: the verb; else readOnlyHint's `get`; else a word of the name.
-    let (action, verb_words) = if !a.verb.is_empty() {
+    let action = if !a.verb.is_empty() {
         why.push(format!("action `{}`: a verb", a.verb.join("_")));
-        (segment(&a.verb.join("_")), a.verb.clone())
+        segment(&a.verb.join("_"))
     } else if let Some((act, reason)) = &a.action_override {
         why.push(format!("action `{act}`: {reason}"));
-        plain = false;
-        (act.clone(), Vec::new())
+        patternable = false;
+        act.clone()
     } else if nouns.len() >= 2 && !known(&inflect.entity_key(&nouns[..1])) {
         // `paint_widget`: most names start with their verb; an unknown first word is one.
         let w = nouns.remove(0);
+        roles[noun_at.remove(0)] = Role::Verb;
         why.push(format!("action `{w}`: first word (not in the lexicon)"));
-        (segment(&w), vec![w])
+        segment(&w)
     } else if nouns.len() >= 2 {
         // `directory_tree`: the first word is an entity, so the last one says what it does.
         let w = nouns.pop().unwrap_or_default();
+        noun_at.pop();
         why.push(format!("action `{w}`: last word (the first is an entity)"));
-        plain = false;
-        (segment(&w), Vec::new())
+        patternable = false;
+        segment(&w)
     } else {
         // One word: an op of the group itself (`echo`, `ping`).
         let w = nouns.pop().unwrap_or_else(|| inp.name.to_string());
@@ -479,14 +497,7 @@ fn decide(
         if names_group {
             why.push(format!("`{}` names the group itself", nouns[0]));
         }
-        let shape = Shape {
-            prefix: a.prefix.clone(),
-            verb: verb_words,
-            verb_last: a.verb_last,
-            plain: false,
-            ..Default::default()
-        };
-        return finish(inp, a, None, &[], action, why, shape);
+        return finish(inp, a, None, &[], action, why, Shape::default());
     }
 
     // The entity: the shortest leading phrase the vocabulary or another tool uses whole (so
@@ -495,13 +506,11 @@ fn decide(
     // extend it; else the leading words a sibling shares; else all of it.
     let k = nouns.len();
     let keys: Vec<String> = (1..=k).map(|j| inflect.entity_key(&nouns[..j])).collect();
+    // Whether another tool's phrase is longer and starts with our first `j` words (our own
+    // phrase counts itself there when it is longer than `j`).
     let extends = |j: usize| {
-        phrases.iter().enumerate().any(|(i, p)| {
-            i != me
-                && p.len() > j
-                && p[..j] == nouns[..j]
-                && inflect.entity_key(&p[..j]) == keys[j - 1]
-        })
+        let own = usize::from(a.nouns.len() > j && a.nouns[..j] == nouns[..j]);
+        extended.get(&nouns[..j].join(" ")).copied().unwrap_or(0) > own
     };
     let split = if let Some(j) = (1..=k).find(|&j| known(&keys[j - 1])) {
         why.push(format!(
@@ -536,15 +545,44 @@ fn decide(
     if !qualifier.is_empty() {
         why.push(format!("qualifier `{}`", qualifier.join("_")));
     }
-    let shape = Shape {
-        prefix: a.prefix.clone(),
-        verb: verb_words,
-        verb_last: a.verb_last,
-        entity_words: nouns[..split].to_vec(),
-        qualifier_words: nouns[split..].to_vec(),
-        plain: plain && a.modifiers.is_empty(),
-    };
+    for &i in &noun_at[..split] {
+        roles[i] = Role::Entity;
+    }
+    for &i in a.modifier_at.iter().chain(&noun_at[split..]) {
+        roles[i] = Role::Qualifier;
+    }
+    let shape = shape_of(a, &roles, patternable);
     finish(inp, a, Some(entity), &qualifier, action, why, shape)
+}
+
+/// The name's layout for `toolreg init`; plain when a pattern can say it: a verb and an entity,
+/// and the qualifier words (if any) side by side, in the order the op joins them.
+fn shape_of(a: &Analyzed, roles: &[Role], patternable: bool) -> Shape {
+    let mut layout: Vec<(Role, String)> = Vec::new();
+    if let Some(ns) = &a.namespace {
+        layout.extend(
+            words::split_words(ns)
+                .into_iter()
+                .map(|w| (Role::Prefix, w)),
+        );
+    }
+    layout.extend(roles.iter().copied().zip(a.words.iter().cloned()));
+    let runs = |r: Role| {
+        let mut n = 0;
+        let mut prev = None;
+        for (role, _) in &layout {
+            if *role == r && prev != Some(r) {
+                n += 1;
+            }
+            prev = Some(*role);
+        }
+        n
+    };
+    let plain = patternable
+        && runs(Role::Verb) == 1
+        && runs(Role::Entity) == 1
+        && runs(Role::Qualifier) <= 1;
+    Shape { layout, plain }
 }
 
 fn finish(
