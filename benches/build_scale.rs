@@ -7,7 +7,8 @@
 //! and checks that a no-change rebuild writes nothing.
 //!
 //! `cargo bench --bench build_scale` for the full run; `-- --quick` for one pass on 100 and 1,000
-//! tools (what CI runs, to prove it works; CI does not judge its figures).
+//! tools (what CI runs, to prove it works; CI does not judge its figures). `-- --write-catalog N
+//! DIR` only writes the synthetic catalog of N tools, to profile a build by hand.
 
 use std::path::Path;
 use std::process::Command;
@@ -87,6 +88,11 @@ fn main() {
             Path::new(&args[3]),
             args.get(4).map(String::as_str) == Some("all"),
         );
+        return;
+    }
+    // `--write-catalog N DIR`: only write the synthetic catalog (for profiling a build by hand).
+    if args.get(1).map(String::as_str) == Some("--write-catalog") {
+        write_catalog(Path::new(&args[3]), args[2].parse().expect("N is a number"));
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");

@@ -355,17 +355,18 @@ fn op_examples(
 /// For each op with required id arguments, the ops that find those ids (the entity's search op,
 /// else its list op, in the same group), then the op itself.
 fn add_id_discovery(ops: &mut BTreeMap<String, OpRecord>) {
-    let finder = |ops: &BTreeMap<String, OpRecord>, group: &str, entity: &str| -> Option<String> {
-        let of = |action: &str| {
-            ops.values()
-                .find(|r| {
-                    r.group == group
-                        && r.entity.as_deref() == Some(entity)
-                        && r.action == action
-                        && !r.hidden
-                })
-                .map(|r| r.op.clone())
-        };
+    // (group, entity, action) -> the first visible op, built once: a lookup per id argument
+    // instead of a scan of every op (quadratic on large catalogs).
+    let mut index: BTreeMap<(&str, &str, &str), &str> = BTreeMap::new();
+    for r in ops.values().filter(|r| !r.hidden) {
+        if let Some(e) = r.entity.as_deref() {
+            index
+                .entry((r.group.as_str(), e, r.action.as_str()))
+                .or_insert(r.op.as_str());
+        }
+    }
+    let finder = |group: &str, entity: &str| -> Option<String> {
+        let of = |action: &str| index.get(&(group, entity, action)).map(|op| op.to_string());
         of("search").or_else(|| of("list"))
     };
     let plan: Vec<(String, Vec<String>)> = ops
@@ -376,7 +377,7 @@ fn add_id_discovery(ops: &mut BTreeMap<String, OpRecord>) {
                 .iter()
                 .filter(|a| r.required_args.contains(a))
                 .filter_map(|a| enrich::id_entity(a))
-                .filter_map(|e| finder(ops, &r.group, e))
+                .filter_map(|e| finder(&r.group, e))
                 .filter(|f| *f != r.op)
                 .collect();
             steps.dedup();
