@@ -164,6 +164,24 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Compare two registries: breaking changes, warnings, additions, and the prompt-cache cost
+    Diff {
+        /// The old registry: a registry.json or an output folder (with --base: the new one)
+        old: Option<PathBuf>,
+        /// The new registry: a registry.json or an output folder (default: generated)
+        new: Option<PathBuf>,
+        /// Read the old registry from this git revision of the new one's file (no checkout)
+        #[arg(long, value_name = "GIT_REF")]
+        base: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: DiffFormat,
+        /// Exit 1 when a finding of this level (or worse) exists
+        #[arg(long, value_enum, default_value = "never")]
+        fail_on: FailOn,
+        /// Leave out the prompt-cache impact (which counts tokens)
+        #[arg(long)]
+        no_cache: bool,
+    },
     /// Draft toolreg.toml from what inference makes of the definitions, to review and edit
     Init {
         #[command(flatten)]
@@ -183,6 +201,20 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DiffFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FailOn {
+    Breaking,
+    Warning,
+    Never,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -512,6 +544,14 @@ pub fn run() -> ExitCode {
             force,
             stdout,
         } => init(&defs, force, stdout),
+        Command::Diff {
+            old,
+            new,
+            base,
+            format,
+            fail_on,
+            no_cache,
+        } => diff(old, new, base, format, fail_on, no_cache),
         Command::Lint { defs, format } => {
             let g = generate(&defs.definitions, &[]);
             let diags = &g.compiled.diagnostics;
@@ -591,4 +631,101 @@ fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
         d.registry_version
     );
     ExitCode::SUCCESS
+}
+
+/// A registry file, or the `registry.json` in an output folder.
+fn registry_file(p: &std::path::Path) -> PathBuf {
+    if p.is_dir() {
+        p.join("registry.json")
+    } else {
+        p.to_path_buf()
+    }
+}
+
+/// The registry at `file` as it was in git revision `rev` (read with `git show`, no checkout).
+fn registry_at_rev(file: &std::path::Path, rev: &str) -> Result<toolreg::Registry, String> {
+    let shown = display(file);
+    let abs = file
+        .canonicalize()
+        .map_err(|e| format!("cannot find `{shown}`: {e}"))?;
+    let dir = abs.parent().unwrap_or(std::path::Path::new("."));
+    let git = |args: &[&str]| -> Result<Vec<u8>, String> {
+        let o = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if o.status.success() {
+            Ok(o.stdout)
+        } else {
+            Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
+        }
+    };
+    let top = git(&["rev-parse", "--show-toplevel"])
+        .map_err(|e| format!("`{shown}` is not in a git repository: {e}"))?;
+    let top = PathBuf::from(String::from_utf8_lossy(&top).trim())
+        .canonicalize()
+        .map_err(|e| e.to_string())?;
+    let rel = abs
+        .strip_prefix(&top)
+        .map_err(|_| format!("`{shown}` is outside the repository at `{}`", top.display()))?;
+    let spec = format!("{rev}:{}", rel.to_string_lossy().replace('\\', "/"));
+    let bytes =
+        git(&["show", &spec]).map_err(|e| format!("cannot read `{shown}` at `{rev}`: {e}"))?;
+    toolreg::Registry::from_slice(&bytes).map_err(|e| format!("`{shown}` at `{rev}`: {e}"))
+}
+
+/// `toolreg diff`: findings and the prompt-cache cost; exit 1 when `--fail-on` says so.
+fn diff(
+    old: Option<PathBuf>,
+    new: Option<PathBuf>,
+    base: Option<String>,
+    format: DiffFormat,
+    fail_on: FailOn,
+    no_cache: bool,
+) -> ExitCode {
+    use toolreg::diff::{render, Level};
+    let load = |p: &std::path::Path| {
+        let f = registry_file(p);
+        toolreg::Registry::from_path(&f).map_err(|e| e.to_string())
+    };
+    let pair = match (&base, old, new) {
+        (Some(rev), one, None) | (Some(rev), None, one) => {
+            let new_path = registry_file(&one.unwrap_or_else(|| PathBuf::from("generated")));
+            registry_at_rev(&new_path, rev).and_then(|o| load(&new_path).map(|n| (o, n)))
+        }
+        (Some(_), Some(_), Some(_)) => Err("with --base, give only the new registry".into()),
+        (None, Some(o), Some(n)) => load(&o).and_then(|o| load(&n).map(|n| (o, n))),
+        (None, _, _) => {
+            Err("give OLD and NEW (registry files or output folders), or --base GIT_REF".into())
+        }
+    };
+    let (old, new) = match pair {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            eprintln!("   = help: `toolreg diff OLD NEW`, or `toolreg diff --base origin/main [generated]`");
+            return ExitCode::from(2);
+        }
+    };
+    let report = toolreg::diff::diff(&old, &new, !no_cache);
+    print!(
+        "{}",
+        match format {
+            DiffFormat::Text => render::text(&report),
+            DiffFormat::Json => render::json(&report),
+            DiffFormat::Markdown => render::markdown(&report),
+        }
+    );
+    let fail = match fail_on {
+        FailOn::Breaking => report.has(Level::Breaking),
+        FailOn::Warning => report.has(Level::Warning),
+        FailOn::Never => false,
+    };
+    if fail {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

@@ -16,6 +16,7 @@
 //! - [`surfaces`] and [`report`]: the model-facing tool lists and their token counts;
 //! - [`emit`]: registry.json, help.json, surfaces, report, Rust, TypeScript, docs;
 //! - [`output`]: all-or-nothing writing and the staleness check; [`Builder`]: the build.rs API.
+//! - [`diff`]: what a registry change breaks, and what it costs the prompt caches.
 
 pub mod diag;
 pub mod help;
@@ -33,6 +34,8 @@ pub mod builder;
 pub mod canonical;
 #[cfg(feature = "compiler")]
 pub mod compiler;
+#[cfg(feature = "compiler")]
+pub mod diff;
 #[cfg(feature = "compiler")]
 pub mod emit;
 #[cfg(feature = "compiler")]

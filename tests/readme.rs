@@ -21,6 +21,20 @@ fn every_diagnostic_code_is_documented() {
 }
 
 #[test]
+fn every_diff_code_is_documented() {
+    let text = read("docs/guide.md");
+    for code in toolreg::diff::DiffCode::ALL {
+        let row = format!(
+            "| {} | {} | {} |",
+            code.as_str(),
+            code.level().as_str(),
+            code.title()
+        );
+        assert!(text.contains(&row), "docs/guide.md lacks the row: {row}");
+    }
+}
+
+#[test]
 fn every_runtime_error_code_is_documented() {
     use toolreg::runtime::codes;
     let text = read("docs/guide.md");
