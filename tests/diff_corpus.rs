@@ -58,6 +58,12 @@ fn every_code_has_a_pair_and_each_pair_gives_its_code() {
                 .iter()
                 .all(|f| !f.op.is_empty() && !f.message.is_empty()));
         }
+        // Help pages built only where a change can reach give the full comparison's answer.
+        assert_eq!(
+            toolreg::diff::cache::help_impact(&old, &new, true),
+            toolreg::diff::cache::help_impact(&old, &new, false),
+            "{case}"
+        );
         insta::assert_snapshot!(format!("diff_{case}"), text);
     }
 }

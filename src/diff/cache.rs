@@ -95,8 +95,24 @@ pub fn impact(old: &Registry, new: &Registry) -> Vec<Impact> {
             side(new),
         ));
     }
-    // Help pages are answers, not prefixes: a changed page is read whole (short format).
-    let (ho, hn) = (help_emit::build(old), help_emit::build(new));
+    out.push(help_impact(old, new, true));
+    out
+}
+
+/// Help pages are answers, not prefixes: a changed page is read whole (short format). With
+/// `only_touched`, only the pages a change can touch are built on each side (all of them when
+/// registry-wide fields differ); the result is the same, which a test checks on every diff pair.
+pub fn help_impact(old: &Registry, new: &Registry, only_touched: bool) -> Impact {
+    let touched = if only_touched {
+        touched_paths(old, new)
+    } else {
+        None
+    };
+    let keep = |p: &str| touched.as_ref().is_none_or(|t| t.contains(p));
+    let (ho, hn) = (
+        help_emit::build_only(old, &keep),
+        help_emit::build_only(new, &keep),
+    );
     let paths: BTreeSet<&String> = ho.pages.keys().chain(hn.pages.keys()).collect();
     let mut changed = 0;
     let mut tokens = 0;
@@ -116,13 +132,55 @@ pub fn impact(old: &Registry, new: &Registry) -> Vec<Impact> {
             }
         }
     }
-    out.push(Impact {
+    let mut all = help_emit::page_paths(old);
+    all.extend(help_emit::page_paths(new));
+    let total = all.len();
+    Impact {
         surface: "help".into(),
         changed: changed > 0,
         tokens_recached: tokens,
-        note: Some(format!("{changed} of {} pages changed", paths.len())),
-    });
-    out
+        note: Some(format!("{changed} of {total} pages changed")),
+    }
+}
+
+/// The help paths a change can touch: each changed op's page, its group's and entity's pages
+/// and the root; every page of a group whose tree node changed. `None` (every page) when a
+/// registry-wide field that pages show differs.
+fn touched_paths(old: &Registry, new: &Registry) -> Option<BTreeSet<String>> {
+    if old.name != new.name || old.description != new.description || old.gateway != new.gateway {
+        return None;
+    }
+    let mut paths: BTreeSet<String> = BTreeSet::from([crate::help::ROOT.to_string()]);
+    let mut add_op = |r: &crate::registry::OpRecord| {
+        paths.insert(r.op.clone());
+        paths.insert(r.group.clone());
+        if let Some(e) = &r.entity {
+            for suffix in ["", ".read", ".write"] {
+                paths.insert(format!("{}.{e}{suffix}", r.group));
+            }
+        }
+    };
+    for (op, r) in &old.ops {
+        if new.ops.get(op) != Some(r) {
+            add_op(r);
+        }
+    }
+    for (op, r) in &new.ops {
+        if old.ops.get(op) != Some(r) {
+            add_op(r);
+        }
+    }
+    for (g, node) in old.tree.iter().chain(&new.tree) {
+        if old.tree.get(g) != new.tree.get(g) || new.tree.get(g) != Some(node) {
+            paths.insert(g.clone());
+            for e in node.entities.keys() {
+                for suffix in ["", ".read", ".write"] {
+                    paths.insert(format!("{g}.{e}{suffix}"));
+                }
+            }
+        }
+    }
+    Some(paths)
 }
 
 /// The one-line summary: `gateway unchanged; profile project: 6,963 tokens re-cached; ...`.

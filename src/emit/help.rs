@@ -33,31 +33,44 @@ pub fn emit(reg: &Registry) -> FileMap {
 
 /// All pages for a registry.
 pub fn build(reg: &Registry) -> HelpDoc {
+    build_only(reg, &|_| true)
+}
+
+/// The pages whose path `keep` accepts (`toolreg diff` builds only what a change can touch).
+pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
     let mut pages = BTreeMap::new();
     let both = |f: &dyn Fn(bool) -> Value| HelpPages {
         short: std::sync::Arc::new(f(false)),
         full: std::sync::Arc::new(f(true)),
     };
-    pages.insert(ROOT.to_string(), both(&|full| root(reg, full)));
+    if keep(ROOT) {
+        pages.insert(ROOT.to_string(), both(&|full| root(reg, full)));
+    }
     for (g, node) in &reg.tree {
-        pages.insert(g.clone(), both(&|full| group(reg, g, node, full)));
+        if keep(g) {
+            pages.insert(g.clone(), both(&|full| group(reg, g, node, full)));
+        }
         for e in node.entities.keys() {
             let path = format!("{g}.{e}");
-            pages.insert(
-                path.clone(),
-                both(&|full| entity(reg, &path, e, node, None, full)),
-            );
+            if keep(&path) {
+                pages.insert(
+                    path.clone(),
+                    both(&|full| entity(reg, &path, e, node, None, full)),
+                );
+            }
             for kind in [Kind::Read, Kind::Write] {
                 let kpath = format!("{path}.{}", kind.as_str());
-                pages.insert(
-                    kpath,
-                    both(&|full| entity(reg, &path, e, node, Some(kind), full)),
-                );
+                if keep(&kpath) {
+                    pages.insert(
+                        kpath,
+                        both(&|full| entity(reg, &path, e, node, Some(kind), full)),
+                    );
+                }
             }
         }
     }
     // Ops last: an op page replaces a directory page of the same path.
-    for r in reg.ops.values().filter(|r| !r.hidden) {
+    for r in reg.ops.values().filter(|r| !r.hidden && keep(&r.op)) {
         pages.insert(r.op.clone(), both(&|full| op_page(reg, r, full)));
     }
     HelpDoc {
@@ -65,6 +78,21 @@ pub fn build(reg: &Registry) -> HelpDoc {
         registry_version: reg.registry_version.clone(),
         pages,
     }
+}
+
+/// The paths `build` makes pages for, without making them.
+pub fn page_paths(reg: &Registry) -> std::collections::BTreeSet<String> {
+    let mut paths: std::collections::BTreeSet<String> = [ROOT.to_string()].into();
+    for (g, node) in &reg.tree {
+        paths.insert(g.clone());
+        for e in node.entities.keys() {
+            for suffix in ["", ".read", ".write"] {
+                paths.insert(format!("{g}.{e}{suffix}"));
+            }
+        }
+    }
+    paths.extend(reg.ops.values().filter(|r| !r.hidden).map(|r| r.op.clone()));
+    paths
 }
 
 fn visible<'a>(reg: &'a Registry, ops: &'a [String]) -> impl Iterator<Item = &'a OpRecord> {
