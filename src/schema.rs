@@ -2,6 +2,15 @@
 
 use serde_json::{Map, Value};
 
+/// The names a schema object lists in `required` (strings only; anything else is ignored).
+pub fn required(schema: &Value) -> Vec<&str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
 /// Keywords whose value is a map of name -> subschema.
 const MAPS: [&str; 4] = ["properties", "patternProperties", "$defs", "definitions"];
 /// Keywords whose value is one subschema (`items` may also be a list, draft-4 tuples).

@@ -12,25 +12,12 @@ pub fn synthesize(schema: &Value) -> Value {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return Value::Object(args);
     };
-    for name in required(schema) {
-        if let Some(sub) = props.get(&name) {
-            args.insert(name.clone(), placeholder(&name, sub, schema, 0));
+    for name in crate::schema::required(schema) {
+        if let Some(sub) = props.get(name) {
+            args.insert(name.to_string(), placeholder(name, sub, schema, 0));
         }
     }
     Value::Object(args)
-}
-
-fn required(schema: &Value) -> Vec<String> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Follows a local `$ref` (`#/$defs/x`, `#/definitions/x`).
@@ -188,9 +175,9 @@ fn placeholder(name: &str, schema: &Value, root: &Value, depth: usize) -> Value 
         Some("object") => {
             let mut obj = Map::new();
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for req in required(schema) {
-                    if let Some(sub) = props.get(&req) {
-                        obj.insert(req.clone(), placeholder(&req, sub, root, depth + 1));
+                for req in crate::schema::required(schema) {
+                    if let Some(sub) = props.get(req) {
+                        obj.insert(req.to_string(), placeholder(req, sub, root, depth + 1));
                     }
                 }
             }

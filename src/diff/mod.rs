@@ -593,15 +593,10 @@ impl SchemaDiff<'_> {
                 .unwrap_or(&empty),
         );
         let required = |s: &Value| -> BTreeSet<String> {
-            s.get("required")
-                .and_then(Value::as_array)
-                .map(|r| {
-                    r.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
+            crate::schema::required(s)
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
         };
         let (or, nr) = (required(o), required(n));
         let removed: Vec<&String> = op.keys().filter(|k| !np.contains_key(*k)).collect();

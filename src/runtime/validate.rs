@@ -130,11 +130,7 @@ fn walk_unknown(
         return;
     }
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = crate::schema::required(schema);
     for (key, value) in obj {
         let pointer = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
         match props.get(key) {
