@@ -88,15 +88,9 @@ pub fn draft(definitions: &Path) -> Result<Draft, DraftError> {
     let mut special: BTreeSet<usize> = (0..records.len())
         .filter(|&t| first_match(&chosen, &candidates, t) != Some(true))
         .collect();
+    let files = base_files(&records);
     for _ in 0..3 {
-        let text = render(
-            &reg,
-            &records,
-            &candidates,
-            &chosen,
-            &special,
-            &base_files(&records),
-        );
+        let text = render(&reg, &records, &candidates, &chosen, &special, files);
         let check = compile_with(definitions, OverlaySource::Text(text.clone()));
         let Some(again) = check.registry else {
             return Err(DraftError::Mismatch(format!(
@@ -104,10 +98,13 @@ pub fn draft(definitions: &Path) -> Result<Draft, DraftError> {
                 check.diagnostics.render_text()
             )));
         };
+        let op_of: BTreeMap<&str, &str> = again
+            .ops
+            .values()
+            .map(|r| (r.tool_name.as_str(), r.op.as_str()))
+            .collect();
         let wrong: Vec<usize> = (0..records.len())
-            .filter(|&t| {
-                again.op_by_tool_name(&records[t].tool_name).map(|r| &r.op) != Some(&records[t].op)
-            })
+            .filter(|&t| op_of.get(records[t].tool_name.as_str()) != Some(&records[t].op.as_str()))
             .collect();
         if wrong.is_empty() {
             if again.registry_version != reg.registry_version {
@@ -120,7 +117,7 @@ pub fn draft(definitions: &Path) -> Result<Draft, DraftError> {
             return Ok(Draft {
                 text,
                 tools: records.len(),
-                files: base_files(&records),
+                files,
                 groups: reg.tree.len(),
                 entities: vocab.singular.len(),
                 rules: chosen.len(),
@@ -333,7 +330,7 @@ fn render(
     candidates: &[Candidate],
     chosen: &[usize],
     special: &BTreeSet<usize>,
-    files: &usize,
+    files: usize,
 ) -> String {
     let mut t = String::new();
     let by_rules = records.len() - special.len();
@@ -348,7 +345,7 @@ fn render(
          #   4. [profiles]: one typed tool list per group; shape them into your agent's contexts.\n\
          # Then `toolreg build`, and commit this file with the generated folder.",
         records.len(),
-        if *files == 1 { "" } else { "s" },
+        if files == 1 { "" } else { "s" },
     );
     let _ = writeln!(
         t,

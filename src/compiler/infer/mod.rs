@@ -237,8 +237,8 @@ pub fn infer(
             .collect(),
     };
 
-    // Shared prefixes: a word many tools have in the prefix slot, followed by varied words,
-    // that is not itself a whole noun phrase of some tool (`issue` in `get_issue` is an entity).
+    // Shared prefixes: a word at least three tools have in the prefix slot (first, or right
+    // after the verb), followed by at least three different words, and never a head noun.
     let mut slot: BTreeMap<&str, (usize, BTreeSet<String>)> = BTreeMap::new();
     // Head nouns (the last word of a name that does not end in a verb) are entities, never
     // prefixes: `document` in `create_onto_document`.
