@@ -87,6 +87,7 @@ codes! {
     NoExample = "TR041", Warning, "no valid minimal call could be synthesized for an op";
     UnknownProfileOp = "TR042", Error, "a profile names an op that does not exist";
     EmptyGlob = "TR043", Warning, "a profile pattern matches no op";
+    UnsafeName = "TR044", Error, "a profile name is not one safe name (letters, digits, `_`, `-`; at most 64)";
     // Provider lints on the model-facing surfaces.
     SurfaceNotObject = "TR060", Error, "a surface tool's parameters are not `type: object` at the top";
     SurfaceCombinator = "TR061", Error, "a surface tool's parameters use a top-level oneOf/anyOf/allOf/enum/not";

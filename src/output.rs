@@ -186,8 +186,31 @@ fn first_diff(expected: &str, actual: &str) -> FirstDiff {
     }
 }
 
+/// Every artifact path must stay inside the output folder: plain relative components only (no
+/// `..`, no root, no drive). Emitters build paths from validated names; this is the last line.
+fn ensure_inside(out: &Path, files: &FileMap) -> Result<(), Box<Diagnostic>> {
+    use std::path::Component;
+    for rel in files.keys() {
+        let p = Path::new(rel);
+        let plain = !rel.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)));
+        if !plain {
+            let shown = out.to_string_lossy().replace('\\', "/");
+            return Err(Box::new(
+                Diagnostic::new(
+                    Code::OutputIo,
+                    format!("refusing to write `{}`: it would leave the output folder `{shown}`", rel.escape_debug()),
+                )
+                .at(Location::file(shown))
+                .help("a name in the overlay became a path; nothing was written (this is a toolreg bug if no diagnostic named the name)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Compares `out` with `files`. Line endings are normalized before comparing.
 pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport, Box<Diagnostic>> {
+    ensure_inside(out, files)?;
     let owned = owned_files(out, mode)?;
     let mut report = CheckReport::default();
     for (rel, want) in files {
@@ -325,6 +348,30 @@ mod tests {
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn nothing_is_written_outside_the_output_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a/b/gen");
+        for bad in [
+            "surfaces/profiles/../../../../package.json",
+            "/etc/x.json",
+            "../x.json",
+            "",
+        ] {
+            let files = map(&[("ok.json", "1\n"), (bad, "evil\n"), (MANIFEST, "m\n")]);
+            let err = write(&out, &files, Ownership::Folder).unwrap_err();
+            assert_eq!(err.code, Code::OutputIo, "{bad}");
+            assert!(
+                err.message.contains("would leave the output folder"),
+                "{}",
+                err.message
+            );
+            assert!(check(&out, &files, Ownership::Folder).is_err());
+        }
+        assert!(!out.exists(), "not even the good files were written");
+        assert!(!dir.path().join("package.json").exists());
     }
 
     #[test]

@@ -169,6 +169,8 @@ pub fn assemble(
         destructive: ops.values().filter(|r| r.destructive).count(),
         hidden: ops.values().filter(|r| r.hidden).count(),
     };
+    let gateway = gateway_names(overlay);
+    check_gateway_names(&gateway, &ops, lo, diags);
     let mut reg = Registry {
         name: overlay
             .registry
@@ -183,7 +185,7 @@ pub fn assemble(
         tree,
         ops,
         profiles,
-        gateway: gateway_names(overlay),
+        gateway,
         synonyms,
         clusters,
         budgets: Budgets {
@@ -238,6 +240,57 @@ fn group_profiles(tree: &BTreeMap<String, GroupNode>) -> BTreeMap<String, Profil
             (name.clone(), profile)
         })
         .collect()
+}
+
+/// A name that can be one path segment and a provider-safe identifier.
+fn safe_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The gateway tools' names must differ from each other and from every tool the model may also
+/// see, and be valid provider names (checked like every tool name).
+fn check_gateway_names(
+    names: &GatewayNames,
+    ops: &BTreeMap<String, OpRecord>,
+    lo: &LoadedOverlay,
+    diags: &mut Diagnostics,
+) {
+    let g = &lo.overlay.gateway;
+    let entries = [
+        ("help", &names.help, &g.help),
+        ("exec", &names.exec, &g.exec),
+        ("search", &names.search, &g.search),
+    ];
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (role, name, spanned) in entries {
+        let loc = spanned
+            .as_ref()
+            .map_or_else(|| lo.loc(0..0), |s| lo.loc(s.span()));
+        let problem = if !super::enrich::provider_valid(name) {
+            Some("is not a valid provider tool name (^[a-zA-Z0-9_-]{1,64}$)".to_string())
+        } else if let Some(other) = seen.get(name.as_str()) {
+            Some(format!("is also the `{other}` tool's name"))
+        } else {
+            ops.values()
+                .find(|r| r.provider_name == *name || r.tool_name == *name)
+                .map(|r| format!("is the name of the tool `{}` (op `{}`)", r.tool_name, r.op))
+        };
+        seen.insert(name, role);
+        if let Some(p) = problem {
+            diags.push(
+                Diagnostic::new(
+                    Code::OverlayInvalid,
+                    format!("[gateway] {role} = `{}` {p}", name.escape_debug()),
+                )
+                .at(loc)
+                .help("every tool the model sees needs its own provider-safe name; pick another under [gateway]"),
+            );
+        }
+    }
 }
 
 fn gateway_names(overlay: &Overlay) -> GatewayNames {
@@ -544,6 +597,21 @@ fn profiles(
 ) -> BTreeMap<String, Profile> {
     let mut out = BTreeMap::new();
     for (name, spec) in &lo.overlay.profiles {
+        // A profile name becomes a file name (`surfaces/profiles/NAME.json`) and a scope name.
+        if !safe_name(name.get_ref()) {
+            diags.push(
+                Diagnostic::new(
+                    Code::UnsafeName,
+                    format!(
+                        "profile name `{}` is not one safe name",
+                        name.get_ref().escape_debug()
+                    ),
+                )
+                .at(lo.loc(name.span()))
+                .help("use letters, digits, `_` and `-` only, at most 64 characters (it becomes `surfaces/profiles/NAME.json`)"),
+            );
+            continue;
+        }
         let select =
             |patterns: &[String], what: &str, diags: &mut Diagnostics| -> BTreeSet<String> {
                 let what = format!("{what} of profile `{}`", name.get_ref());
