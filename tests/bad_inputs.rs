@@ -19,6 +19,8 @@ const CASES: &[(&str, i32, &[&str])] = &[
         &["TR040", "TR041", "TR042", "TR043"],
     ),
     ("file_shape", 1, &["TR006"]),
+    // A schema asking for a 10^12-character string and 10^12 items: a bounded try, then TR041.
+    ("huge_bounds", 0, &["TR041"]),
     // No overlay: every op inferred (notes), one collision (warning).
     ("inferred", 0, &["TR026", "TR027"]),
     ("malformed_json", 1, &["TR005"]),

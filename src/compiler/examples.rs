@@ -12,9 +12,13 @@ pub fn synthesize(schema: &Value) -> Value {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return Value::Object(args);
     };
+    let mut left = MAX_VALUES;
     for name in crate::schema::required(schema) {
         if let Some(sub) = props.get(name) {
-            args.insert(name.to_string(), placeholder(name, sub, schema, 0));
+            args.insert(
+                name.to_string(),
+                placeholder(name, sub, schema, 0, &mut left),
+            );
         }
     }
     Value::Object(args)
@@ -97,7 +101,19 @@ fn number_in_bounds(schema: &Value, integer: bool) -> Value {
     }
 }
 
-fn placeholder(name: &str, schema: &Value, root: &Value, depth: usize) -> Value {
+/// Limits on what a synthesized example may hold, whatever the schema asks: a schema that needs
+/// more (`minLength: 10^12`, nested `minItems`) gets a capped example that fails validation, and
+/// so TR041 ("write one"), instead of a hang or an allocation failure.
+const MAX_STRING_CHARS: usize = 1024;
+const MAX_ARRAY_ITEMS: u64 = 64;
+const MAX_VALUES: usize = 10_000;
+
+/// A placeholder value for one schema; `left` is how many values the example may still hold.
+fn placeholder(name: &str, schema: &Value, root: &Value, depth: usize, left: &mut usize) -> Value {
+    if *left == 0 {
+        return Value::Null;
+    }
+    *left -= 1;
     let schema = resolve(schema, root);
     if let Some(c) = schema.get("const") {
         return c.clone();
@@ -119,7 +135,7 @@ fn placeholder(name: &str, schema: &Value, root: &Value, depth: usize) -> Value 
                 .find(|v| first_type(resolve(v, root)) != Some("null"))
                 .or(variants.first());
             if let Some(v) = pick {
-                return placeholder(name, v, root, depth + 1);
+                return placeholder(name, v, root, depth + 1, left);
             }
         }
     }
@@ -136,9 +152,14 @@ fn placeholder(name: &str, schema: &Value, root: &Value, depth: usize) -> Value 
                 return json!(s);
             }
             let mut s = format!("<{name}>");
-            let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
-            while s.chars().count() < min {
-                s.push('_');
+            let min = schema
+                .get("minLength")
+                .and_then(Value::as_u64)
+                .map_or(0, |m| usize::try_from(m).unwrap_or(usize::MAX))
+                .min(MAX_STRING_CHARS);
+            let have = s.chars().count();
+            if have < min {
+                s.push_str(&"_".repeat(min - have));
             }
             if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
                 s = s.chars().take(max as usize).collect();
@@ -154,22 +175,21 @@ fn placeholder(name: &str, schema: &Value, root: &Value, depth: usize) -> Value 
                 .get("minItems")
                 .and_then(Value::as_u64)
                 .unwrap_or(1)
-                .max(1);
+                .clamp(1, MAX_ARRAY_ITEMS);
             let item_name = name.strip_suffix('s').unwrap_or(name);
             let items = schema
                 .get("items")
                 .cloned()
                 .unwrap_or(json!({"type": "string"}));
             let unique = schema.get("uniqueItems") == Some(&json!(true));
-            let list: Vec<Value> = (0..n)
-                .map(|i| {
-                    let v = placeholder(item_name, &items, root, depth + 1);
-                    match (&v, unique && i > 0) {
-                        (Value::String(s), true) => json!(format!("{s}{i}")),
-                        _ => v,
-                    }
-                })
-                .collect();
+            let mut list: Vec<Value> = Vec::new();
+            for i in 0..n {
+                let v = placeholder(item_name, &items, root, depth + 1, left);
+                list.push(match (&v, unique && i > 0) {
+                    (Value::String(s), true) => json!(format!("{s}{i}")),
+                    _ => v,
+                });
+            }
             Value::Array(list)
         }
         Some("object") => {
@@ -177,7 +197,10 @@ fn placeholder(name: &str, schema: &Value, root: &Value, depth: usize) -> Value 
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
                 for req in crate::schema::required(schema) {
                     if let Some(sub) = props.get(req) {
-                        obj.insert(req.to_string(), placeholder(req, sub, root, depth + 1));
+                        obj.insert(
+                            req.to_string(),
+                            placeholder(req, sub, root, depth + 1, left),
+                        );
                     }
                 }
             }
@@ -241,6 +264,20 @@ mod tests {
         let schema = json!({"type": "object", "$defs": {"Color": {"type": "string", "enum": ["red"]}},
             "properties": {"c": {"$ref": "#/$defs/Color"}}, "required": ["c"]});
         assert_eq!(synthesize(&schema), json!({"c": "red"}));
+        // Whatever the schema asks, the example stays small (and then fails validation: TR041).
+        let huge = json!({"type": "object", "required": ["s", "a", "deep"], "properties": {
+            "s": {"type": "string", "minLength": 1_000_000_000_000_u64},
+            "a": {"type": "array", "minItems": 1_000_000_000_000_u64},
+            "deep": {"type": "array", "minItems": 1000, "items": {"type": "array", "minItems": 1000,
+                "items": {"type": "array", "minItems": 1000, "items": {"type": "string"}}}}}});
+        let args = synthesize(&huge);
+        assert_eq!(args["s"].as_str().unwrap().len(), MAX_STRING_CHARS);
+        assert_eq!(args["a"].as_array().unwrap().len() as u64, MAX_ARRAY_ITEMS);
+        assert!(
+            args.to_string().len() < 1_000_000,
+            "bounded by the value budget"
+        );
+        assert!(!validate(&huge, &args).unwrap().is_empty());
         assert_eq!(
             synthesize(&json!({"type": "object", "properties": {}})),
             json!({})

@@ -374,20 +374,22 @@ fn op_examples(
             origin: Origin::Derived,
         }],
         Some(errs) => {
-            let why: Vec<String> = errs
+            // The validator's messages quote the value: keep the finding one readable line.
+            let mut why: Vec<String> = errs
                 .iter()
+                .take(3)
                 .map(|e| {
-                    format!(
-                        "{}: {}",
-                        if e.pointer.is_empty() {
-                            "/"
-                        } else {
-                            &e.pointer
-                        },
-                        e.message
-                    )
+                    let at = if e.pointer.is_empty() {
+                        "/"
+                    } else {
+                        &e.pointer
+                    };
+                    crate::text::truncate_words(&format!("{at}: {}", e.message), 160)
                 })
                 .collect();
+            if errs.len() > 3 {
+                why.push(format!("and {} more", errs.len() - 3));
+            }
             diags.push(
                 Diagnostic::new(
                     Code::NoExample,
