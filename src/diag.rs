@@ -73,6 +73,7 @@ codes! {
     BadArgAlias = "TR025", Error, "an argument alias targets a missing argument or shadows a real one";
     Inferred = "TR026", Info, "an op, group summary or entity was inferred from the tool names (no overlay entry)";
     InferredCollision = "TR027", Warning, "two tools were inferred to the same op; one got a qualifier";
+    ControlCharacters = "TR028", Error, "a tool name contains control or bidi-override characters";
     // Schema normalization (one warning per fix).
     NonStandardType = "TR030", Warning, "a non-standard type name was mapped to JSON Schema";
     Nullable = "TR031", Warning, "`nullable` was rewritten as a type union with null";
@@ -213,22 +214,29 @@ impl Diagnostic {
         self.severity == Severity::Error
     }
 
-    /// rustc-style text: a headline, the location arrow, related places and the hint.
+    /// rustc-style text: a headline, the location arrow, related places and the hint. Control
+    /// and bidi-override characters from the input are escaped, so a catalog cannot forge
+    /// diagnostic lines or recolour a terminal (JSON output keeps the exact text).
     pub fn render_text(&self) -> String {
         let sev = match self.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
             Severity::Info => "note",
         };
-        let mut out = format!("{sev}[{}]: {}\n", self.code, self.message);
+        let e = |t: &dyn fmt::Display| escape_controls(&t.to_string());
+        let mut out = format!("{sev}[{}]: {}\n", self.code, e(&self.message));
         if let Some(loc) = &self.location {
-            out.push_str(&format!("  --> {loc}\n"));
+            out.push_str(&format!("  --> {}\n", e(loc)));
         }
         for r in &self.related {
-            out.push_str(&format!("   = note: {}: {}\n", r.message, r.location));
+            out.push_str(&format!(
+                "   = note: {}: {}\n",
+                e(&r.message),
+                e(&r.location)
+            ));
         }
         if let Some(h) = &self.help {
-            out.push_str(&format!("   = help: {h}\n"));
+            out.push_str(&format!("   = help: {}\n", e(h)));
         }
         out
     }
@@ -409,6 +417,30 @@ impl IntoIterator for Diagnostics {
     fn into_iter(self) -> Self::IntoIter {
         self.items.into_iter()
     }
+}
+
+/// Whether a character must not reach a terminal as it is: C0 and C1 controls, DEL, and the
+/// bidi overrides and isolates that reorder what a reader sees.
+pub fn is_unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+}
+
+/// One field of a diagnostic with every unsafe character (newlines included) written as an
+/// escape (`\u{1b}`), so it stays on its line.
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(is_unsafe_char) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if is_unsafe_char(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// The closest candidate to `word`, if any is close enough to be a plausible typo.

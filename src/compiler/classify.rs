@@ -224,7 +224,16 @@ impl CompiledRule {
                     .join(", "),
             ));
         }
-        if !t.iter().any(|s| matches!(s, Seg::Cap(_))) && !valid_op(op) {
+        // With every placeholder filled by a plain word the op must be valid; if it is not, no
+        // name can ever make it valid (`../../zz{entity}.list`).
+        let sample: String = t
+            .iter()
+            .map(|s| match s {
+                Seg::Lit(l) => l.as_str(),
+                Seg::Cap(_) => "x",
+            })
+            .collect();
+        if !valid_op(&sample) {
             return Err(format!("`{op}` is not a valid op"));
         }
         Ok(CompiledRule {
@@ -631,6 +640,9 @@ mod tests {
         assert!(parse_template("{a}{b}").is_err());
         assert!(parse_template("x_{Bad}").is_err());
         assert!(parse_template("x_{open").is_err());
+        assert!(CompiledRule::parse("list_{entities}", "../../zz{entity}.list").is_err());
+        assert!(CompiledRule::parse("list_{entities}", "Shop.{entity}.list").is_err());
+        assert!(CompiledRule::parse("{action}_{entity}", "shop.{entity}.{action}").is_ok());
     }
 
     #[test]

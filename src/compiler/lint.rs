@@ -41,6 +41,17 @@ pub fn check(
         }
         by_name.insert(name, t);
 
+        if name.chars().any(crate::diag::is_unsafe_char) {
+            diags.push(
+                Diagnostic::new(
+                    Code::ControlCharacters,
+                    format!("tool name `{name}` contains control or bidi-override characters"),
+                )
+                .at(name_loc(t))
+                .help("a tool name is text a model and a terminal show: remove the control characters (newlines, escapes, NUL, bidi overrides)"),
+            );
+        }
+
         if !provider_valid(name) {
             diags.push(
                 Diagnostic::new(
