@@ -6,11 +6,16 @@
 use jsonc_parser::ast::Value as Ast;
 use jsonc_parser::{CollectOptions, ParseOptions};
 
-/// Start offsets of every line, for offset -> line:col.
+/// Start offsets of every line, and character counts at checkpoints, for offset -> line:col in
+/// logarithmic time: a minified export (one line of megabytes) costs what a pretty one does.
 #[derive(Debug, Clone)]
 pub struct LineIndex {
     starts: Vec<usize>,
+    /// (byte offset, characters before it), every `CHECKPOINT` bytes at a char boundary.
+    checkpoints: Vec<(usize, usize)>,
 }
+
+const CHECKPOINT: usize = 4096;
 
 impl LineIndex {
     pub fn new(text: &str) -> Self {
@@ -21,7 +26,28 @@ impl LineIndex {
                 .filter(|(_, b)| *b == b'\n')
                 .map(|(i, _)| i + 1),
         );
-        LineIndex { starts }
+        let mut checkpoints = vec![(0, 0)];
+        let (mut at, mut chars) = (0, 0);
+        while at + CHECKPOINT < text.len() {
+            let mut next = at + CHECKPOINT;
+            while !text.is_char_boundary(next) {
+                next += 1;
+            }
+            chars += text[at..next].chars().count();
+            checkpoints.push((next, chars));
+            at = next;
+        }
+        LineIndex {
+            starts,
+            checkpoints,
+        }
+    }
+
+    /// Characters in `text[..offset]` (`offset` at a char boundary).
+    fn chars_before(&self, text: &str, offset: usize) -> usize {
+        let i = self.checkpoints.partition_point(|&(b, _)| b <= offset) - 1;
+        let (b, c) = self.checkpoints[i];
+        c + text[b..offset].chars().count()
     }
 
     /// 1-based line and column (in characters) of a byte offset into `text`.
@@ -29,11 +55,29 @@ impl LineIndex {
         let offset = offset.min(text.len());
         let line = self.starts.partition_point(|&s| s <= offset) - 1;
         let start = self.starts[line];
-        let col = text
-            .get(start..offset)
-            .map(|s| s.chars().count())
-            .unwrap_or(offset - start);
+        let col = if text.is_char_boundary(offset) {
+            self.chars_before(text, offset) - self.chars_before(text, start)
+        } else {
+            offset - start
+        };
         (line + 1, col + 1)
+    }
+}
+
+#[cfg(test)]
+mod line_tests {
+    use super::LineIndex;
+
+    #[test]
+    fn columns_count_characters_on_long_lines() {
+        let text = format!("{}\n{}x", "é".repeat(5000), "ab".repeat(6000));
+        let idx = LineIndex::new(&text);
+        assert_eq!(idx.line_col(&text, 0), (1, 1));
+        assert_eq!(idx.line_col(&text, 2 * 4000), (1, 4001));
+        let second = 2 * 5000 + 1;
+        assert_eq!(idx.line_col(&text, second), (2, 1));
+        assert_eq!(idx.line_col(&text, second + 12000), (2, 12001));
+        assert_eq!(idx.line_col(&text, text.len()), (2, 12002));
     }
 }
 
