@@ -218,3 +218,44 @@ fn generated_cases() {
     assert_eq!(build.status.code(), Some(2));
     assert!(!root.join("gen").exists());
 }
+
+/// Linked files and folders are part of the catalog; a loop or a dangling link is a located
+/// error, never a silent drop.
+#[cfg(unix)]
+#[test]
+fn symbolic_links_are_followed_or_reported() {
+    use std::os::unix::fs::symlink;
+    let tmp = tempfile::tempdir().unwrap();
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join("more")).unwrap();
+    let tool = |name: &str| {
+        format!(
+            r#"[{{"name": "{name}", "description": "D.", "inputSchema": {{"type": "object", "properties": {{}}, "additionalProperties": false}}}}]"#
+        )
+    };
+    std::fs::write(elsewhere.join("linked.json"), tool("list_notes")).unwrap();
+    std::fs::write(elsewhere.join("more/inner.json"), tool("create_note")).unwrap();
+    let defs = tmp.path().join("defs");
+    std::fs::create_dir_all(&defs).unwrap();
+    std::fs::write(defs.join("own.json"), tool("delete_note")).unwrap();
+    symlink(elsewhere.join("linked.json"), defs.join("linked.json")).unwrap();
+    symlink(elsewhere.join("more"), defs.join("more")).unwrap();
+    let o = toolreg(
+        tmp.path(),
+        &["build", "-d", "defs", "-o", "out", "--emit", "registry"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let reg = toolreg::Registry::from_path(tmp.path().join("out/registry.json")).unwrap();
+    let tools: Vec<&str> = reg.ops.values().map(|r| r.tool_name.as_str()).collect();
+    for t in ["list_notes", "create_note", "delete_note"] {
+        assert!(tools.contains(&t), "{t} missing from {tools:?}");
+    }
+
+    symlink(&defs, defs.join("more/loop")).unwrap();
+    symlink(tmp.path().join("nowhere.json"), defs.join("dangling.json")).unwrap();
+    let o = toolreg(tmp.path(), &["lint", "-d", "defs"]);
+    let text = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("loops back to"), "{text}");
+    assert!(text.contains("points to nothing"), "{text}");
+}

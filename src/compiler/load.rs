@@ -91,8 +91,10 @@ pub fn load(root: &Path, diags: &mut Diagnostics) -> Loaded {
         );
         return loaded;
     }
+    // Symbolic links are followed (a linked file or folder is part of the catalog); walkdir
+    // reports a loop instead of walking it forever.
     let walker = walkdir::WalkDir::new(root)
-        .follow_links(false)
+        .follow_links(true)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
@@ -104,10 +106,22 @@ pub fn load(root: &Path, diags: &mut Diagnostics) -> Loaded {
                     .path()
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_else(|| root_display.clone());
+                let help = if let Some(ancestor) = err.loop_ancestor() {
+                    format!(
+                        "a symbolic link loops back to `{}`; remove the link",
+                        ancestor.to_string_lossy()
+                    )
+                } else if err.io_error().map(std::io::Error::kind)
+                    == Some(std::io::ErrorKind::NotFound)
+                {
+                    "a symbolic link points to nothing; fix or remove it".into()
+                } else {
+                    "check the file's permissions".into()
+                };
                 diags.push(
                     Diagnostic::new(Code::Io, format!("cannot read `{path}`: {err}"))
                         .at(Location::file(path))
-                        .help("check the file's permissions"),
+                        .help(help),
                 );
                 continue;
             }
