@@ -40,6 +40,8 @@ const CASES: &[(&str, i32, &[&str])] = &[
             "TR030", "TR031", "TR032", "TR033", "TR034", "TR035", "TR036",
         ],
     ),
+    // `parameters: null` / `true` and a `required` that is not a list: fixed, with a word each.
+    ("odd_parameters", 0, &["TR035", "TR034"]),
     ("op_collision", 1, &["TR012"]),
     ("overlay_bad_value", 1, &["TR011"]),
     ("overlay_syntax", 1, &["TR011"]),

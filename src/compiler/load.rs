@@ -491,7 +491,18 @@ fn read_entry(
     }
     let parameters_pointer = format!("{body_ptr}/{}", pointer_segment(schema_key));
     let parameters = match body.remove(schema_key) {
-        None | Some(Value::Null) | Some(Value::Bool(true)) => {
+        None => serde_json::json!({"type": "object", "properties": {}}),
+        Some(v @ (Value::Null | Value::Bool(true))) => {
+            diags.push(
+                Diagnostic::new(
+                    Code::TopLevelType,
+                    format!(
+                        "`{schema_key}` of tool `{name}` is `{v}`; read as an object with no declared arguments"
+                    ),
+                )
+                .at(at(&parameters_pointer))
+                .help("write `{\"type\": \"object\", \"properties\": {}}` (or leave the key out) for a tool without arguments"),
+            );
             serde_json::json!({"type": "object", "properties": {}})
         }
         Some(v @ Value::Object(_)) => v,
