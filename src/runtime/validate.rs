@@ -104,11 +104,26 @@ pub struct UnknownArgument {
     pub closest_missing: bool,
 }
 
-/// Unknown arguments at every object level the schema describes with `properties`.
+/// At most this many unknown arguments are reported, each name cut to `MAX_NAME_CHARS`: an
+/// envelope never echoes megabytes of what a caller sent.
+pub const MAX_UNKNOWN_REPORTED: usize = 20;
+const MAX_NAME_CHARS: usize = 64;
+
+/// Unknown arguments at every object level the schema describes with `properties` (at most
+/// `MAX_UNKNOWN_REPORTED`).
 pub fn unknown_arguments(schema: &Value, args: &Value) -> Vec<UnknownArgument> {
     let mut out = Vec::new();
     walk_unknown(schema, args, String::new(), 0, &mut out);
     out
+}
+
+/// A name from the caller, cut short for messages.
+fn shown(name: &str) -> String {
+    if name.chars().count() <= MAX_NAME_CHARS {
+        name.to_string()
+    } else {
+        format!("{}…", name.chars().take(MAX_NAME_CHARS).collect::<String>())
+    }
 }
 
 fn walk_unknown(
@@ -132,7 +147,10 @@ fn walk_unknown(
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
     let required = crate::schema::required(schema);
     for (key, value) in obj {
-        let pointer = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+        if out.len() >= MAX_UNKNOWN_REPORTED {
+            return;
+        }
+        let pointer = format!("{at}/{}", shown(key).replace('~', "~0").replace('/', "~1"));
         match props.get(key) {
             Some(sub) => walk_unknown(sub, value, pointer, depth + 1, out),
             None if closed => {}
@@ -159,7 +177,7 @@ fn walk_unknown(
                     .is_some_and(|c| required.contains(&c) && !obj.contains_key(c));
                 out.push(UnknownArgument {
                     pointer,
-                    name: key.clone(),
+                    name: shown(key),
                     closest,
                     closest_missing,
                 });
@@ -364,5 +382,16 @@ mod tests {
         let closed =
             json!({"type": "object", "properties": {"a": {}}, "additionalProperties": false});
         assert!(unknown_arguments(&closed, &json!({"b": 1})).is_empty());
+        // Bounded: 10,000 unknown keys and a 1 MB name give 20 short reports.
+        let mut many = serde_json::Map::new();
+        many.insert("k".repeat(1 << 20), json!(1));
+        for i in 0..10_000 {
+            many.insert(format!("zz{i}"), json!(i));
+        }
+        let found = unknown_arguments(&schema, &Value::Object(many));
+        assert_eq!(found.len(), MAX_UNKNOWN_REPORTED);
+        assert!(found
+            .iter()
+            .all(|u| u.name.chars().count() <= 65 && u.pointer.len() < 200));
     }
 }
