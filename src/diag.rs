@@ -74,6 +74,7 @@ codes! {
     Inferred = "TR026", Info, "an op, group summary or entity was inferred from the tool names (no overlay entry)";
     InferredCollision = "TR027", Warning, "two tools were inferred to the same op; one got a qualifier";
     ControlCharacters = "TR028", Error, "a tool name contains control or bidi-override characters";
+    StaleSpecial = "TR029", Warning, "a special case or entity in the overlay matches no tool";
     // Schema normalization (one warning per fix).
     NonStandardType = "TR030", Warning, "a non-standard type name was mapped to JSON Schema";
     Nullable = "TR031", Warning, "`nullable` was rewritten as a type union with null";

@@ -53,8 +53,9 @@ const CASES: &[(&str, i32, &[&str])] = &[
     ("unclassified", 1, &["TR014", "TR016"]),
     ("unknown_entity", 0, &["TR016"]),
     ("unknown_overlay_key", 1, &["TR019"]),
-    // A profile name that would leave the output folder; duplicate gateway names.
-    ("unsafe_names", 1, &["TR044", "TR020"]),
+    // A profile name that would leave the output folder; duplicate gateway names; a stale
+    // special case and an empty entity name.
+    ("unsafe_names", 1, &["TR044", "TR020", "TR029"]),
     ("wrong_entry_shape", 1, &["TR007", "TR008"]),
 ];
 

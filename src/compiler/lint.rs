@@ -236,6 +236,38 @@ pub fn check(
         }
     }
 
+    // Special cases for names no tool has (a rename left them behind), and empty entity names.
+    let forms: BTreeSet<String> = tools.iter().map(|t| match_form(&t.raw.name)).collect();
+    for key in overlay.special.keys() {
+        let k = key.get_ref();
+        if !by_name.contains_key(k.as_str()) && !forms.contains(k) {
+            let names = tools.iter().map(|t| t.raw.name.as_str());
+            let near = nearest(k, names)
+                .map(|n| format!("did you mean `{n}`? "))
+                .unwrap_or_default();
+            diags.push(
+                Diagnostic::new(
+                    Code::StaleSpecial,
+                    format!("special case `{k}` matches no tool"),
+                )
+                .at(lo.loc(key.span()))
+                .help(format!("{near}fix the name or remove the line")),
+            );
+        }
+    }
+    for key in overlay.entities.keys() {
+        if key.get_ref().trim().is_empty() {
+            diags.push(
+                Diagnostic::new(
+                    Code::StaleSpecial,
+                    "an entity in [entities] has an empty name",
+                )
+                .at(lo.loc(key.span()))
+                .help("remove the line or name the entity"),
+            );
+        }
+    }
+
     // Every group the ops use should say what it is.
     let groups: BTreeSet<&str> = tools
         .iter()
