@@ -6,7 +6,7 @@
 // Speaks plain JSON-RPC over stdio (initialize, notifications/initialized, tools/list with
 // paging), so it needs no SDK. Tools are sorted by name and written with a `_source` note
 // (package, version, licence) beside the `tools` array; toolreg reads only `tools`.
-// Used to refresh the real catalogs under tests/catalogs/; `toolreg import mcp` will replace it.
+// Used to refresh the real catalogs under tests/catalogs/ (issue 10 plans `toolreg import mcp`).
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 

@@ -28,8 +28,6 @@ pub struct Draft {
     pub by_rules: usize,
     /// The version of the registry built with no overlay, and with the draft: equal.
     pub registry_version: String,
-    /// The zero-config build's findings (warnings about the schemas, notes on inference).
-    pub diagnostics: Diagnostics,
 }
 
 /// Why no draft could be made.
@@ -125,7 +123,6 @@ pub fn draft(definitions: &Path) -> Result<Draft, DraftError> {
                 profiles: reg.profiles.len(),
                 by_rules,
                 registry_version: reg.registry_version.clone(),
-                diagnostics: base.diagnostics,
             });
         }
         special.extend(wrong);

@@ -150,9 +150,9 @@ pub fn assemble(
         draft_group_summaries(&mut tree);
     }
     let mut profiles = profiles;
-    // Profiles are a team's choice of contexts: drafted only for a catalog with no overlay file
-    // at all (an overlay without `[profiles]` means none), one per group when there are several.
-    if infer && lo.path.is_none() && lo.overlay.profiles.is_empty() && tree.len() >= 2 {
+    // Profiles are a team's choice of contexts: drafted only for a catalog with no overlay at all
+    // (an overlay without `[profiles]` means none), one per group when there are several.
+    if infer && lo.text.trim().is_empty() && tree.len() >= 2 {
         profiles = group_profiles(&tree);
     }
 
