@@ -178,6 +178,9 @@ impl Builder {
             return Err(self.fail(compiled.diagnostics));
         };
         let registry = compiled.registry.expect("files imply a registry");
+        if let Err(d) = output::ensure_apart(&self.definitions, &out_dir) {
+            return Err(self.fail(vec![*d].into()));
+        }
         let written = match output::write(&out_dir, &files, Ownership::Manifest) {
             Ok(w) => w,
             Err(d) => return Err(self.fail(vec![*d].into())),

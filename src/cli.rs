@@ -299,6 +299,10 @@ pub fn run() -> ExitCode {
                 );
                 return ExitCode::from(2);
             };
+            if let Err(d) = output::ensure_apart(&defs.definitions, &out.out) {
+                show(&vec![*d].into(), format, true);
+                return ExitCode::from(2);
+            }
             match output::write(&out.out, &files, Ownership::Folder) {
                 Ok(r) => {
                     let reg = g
@@ -340,6 +344,10 @@ pub fn run() -> ExitCode {
                 );
                 return ExitCode::from(2);
             };
+            if let Err(d) = output::ensure_apart(&defs.definitions, &out.out) {
+                show(&vec![*d].into(), format, true);
+                return ExitCode::from(2);
+            }
             match output::check(&out.out, &files, Ownership::Folder) {
                 Ok(report) if report.is_clean() => {
                     eprintln!(

@@ -102,6 +102,7 @@ codes! {
     // Writing output.
     OutputIo = "TR050", Error, "the output folder could not be written";
     OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";
+    OutputOverlapsDefinitions = "TR052", Error, "the output folder and the definitions folder nest";
 }
 
 impl fmt::Display for Code {

@@ -1,15 +1,24 @@
 //! Write and check an output folder against a [`FileMap`].
 //!
-//! Writing is all-or-nothing and write-if-changed: every changed file is first staged beside its
-//! target (`.NAME.toolreg-tmp`); only when all are staged are they renamed into place and the
-//! orphans removed. An error while staging removes the staged files and leaves the folder as it
-//! was. Unchanged files are not touched (their mtimes stay, so build tools do not rebuild).
+//! Writing is all-or-nothing and write-if-changed, and survives `kill -9` at any moment:
 //!
-//! Ownership: toolreg only removes files it wrote. A folder holding `toolreg.manifest.json` is
-//! toolreg's. In [`Ownership::Folder`] mode (the CLI) every non-hidden file in such a folder
-//! belongs to toolreg, and a non-empty folder without a manifest is refused. In
-//! [`Ownership::Manifest`] mode (build.rs writing into a shared `OUT_DIR`) only files the previous
-//! manifest listed are toolreg's; other files are left alone.
+//! 1. A lock (`.toolreg.lock`, an OS file lock released when the process dies) serializes
+//!    builds into one folder; a second build waits for the first and then writes its whole tree.
+//! 2. Every changed file is staged under `.toolreg-staging/` (same file system as the targets).
+//!    A failure or a kill here leaves the folder exactly as it was; the next run deletes the
+//!    staging folder.
+//! 3. The commit point: a journal listing every replacement and removal is renamed into the
+//!    staging folder. From then on the write is rolled forward: by this run, or, if it dies, by
+//!    the next `build` or `check`, before either looks at the folder. So a reader that goes
+//!    through toolreg sees exactly the old tree or exactly the new one.
+//!
+//! Unchanged files are never touched (their mtimes stay, so build tools do not rebuild).
+//!
+//! Ownership: toolreg only removes files its previous manifest (`toolreg.manifest.json`) lists.
+//! In [`Ownership::Folder`] mode (the CLI) a non-empty folder without a manifest is refused rather
+//! than adopted; files the manifest does not list are left alone and reported by `check` as
+//! foreign. In [`Ownership::Manifest`] mode (build.rs writing into a shared `OUT_DIR`) foreign
+//! files are not even reported.
 
 use crate::diag::{Code, Diagnostic, Location};
 use crate::emit::{FileMap, MANIFEST};
@@ -47,7 +56,10 @@ pub struct FirstDiff {
 pub struct CheckReport {
     pub changed: Vec<(String, FirstDiff)>,
     pub missing: Vec<String>,
+    /// Files the manifest lists that build would remove.
     pub extra: Vec<String>,
+    /// Files neither the manifest lists nor build writes: left alone (folder mode only).
+    pub foreign: Vec<String>,
 }
 
 impl CheckReport {
@@ -74,11 +86,47 @@ fn rel_path(root: &Path, p: &Path) -> String {
         .join("/")
 }
 
-/// Files in `out` that toolreg may replace or remove, per the ownership mode. In folder mode
-/// that is every non-hidden file; `check` reports the ones build would not write as extra.
-fn owned_files(out: &Path, mode: Ownership) -> Result<BTreeSet<String>, Box<Diagnostic>> {
+/// Files the folder's manifest lists (and the manifest itself): the only files toolreg may remove.
+fn listed_files(out: &Path) -> BTreeSet<String> {
+    let Ok(text) = fs::read_to_string(out.join(MANIFEST)) else {
+        return BTreeSet::new();
+    };
+    let listed = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| {
+            v.get("files")
+                .and_then(|f| f.as_object())
+                .map(|f| f.keys().cloned().collect::<BTreeSet<_>>())
+        })
+        .unwrap_or_default();
+    let mut owned: BTreeSet<String> = listed
+        .into_iter()
+        .filter(|p| safe_rel(p) && out.join(p).is_file())
+        .collect();
+    owned.insert(MANIFEST.to_string());
+    owned.retain(|p| out.join(p).is_file());
+    owned
+}
+
+/// Every non-hidden file in `out` (hidden files and folders are never toolreg's business).
+fn visible_files(out: &Path) -> Result<BTreeSet<String>, Box<Diagnostic>> {
+    let mut files = BTreeSet::new();
+    let walker = walkdir::WalkDir::new(out)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+    for entry in walker {
+        let entry = entry.map_err(|e| io_error(out, "read", e.into()))?;
+        if entry.file_type().is_file() {
+            files.insert(rel_path(out, entry.path()));
+        }
+    }
+    Ok(files)
+}
+
+fn ensure_folder(out: &Path) -> Result<bool, Box<Diagnostic>> {
     if !out.exists() {
-        return Ok(BTreeSet::new());
+        return Ok(false);
     }
     if !out.is_dir() {
         return Err(io_error(
@@ -87,64 +135,75 @@ fn owned_files(out: &Path, mode: Ownership) -> Result<BTreeSet<String>, Box<Diag
             std::io::Error::other("not a folder"),
         ));
     }
-    match mode {
-        Ownership::Folder => {
-            let mut files = BTreeSet::new();
-            let walker = walkdir::WalkDir::new(out)
-                .sort_by_file_name()
-                .into_iter()
-                .filter_entry(|e| {
-                    e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.')
-                });
-            for entry in walker {
-                let entry = entry.map_err(|e| io_error(out, "read", e.into()))?;
-                if entry.file_type().is_file() {
-                    files.insert(rel_path(out, entry.path()));
-                }
-            }
-            Ok(files)
-        }
-        Ownership::Manifest => {
-            let Ok(text) = fs::read_to_string(out.join(MANIFEST)) else {
-                return Ok(BTreeSet::new());
-            };
-            let listed = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| {
-                    v.get("files")
-                        .and_then(|f| f.as_object())
-                        .map(|f| f.keys().cloned().collect::<BTreeSet<_>>())
-                })
-                .unwrap_or_default();
-            let mut owned: BTreeSet<String> = listed
-                .into_iter()
-                .filter(|p| safe_rel(p) && out.join(p).is_file())
-                .collect();
-            owned.insert(MANIFEST.to_string());
-            Ok(owned)
-        }
-    }
+    Ok(true)
 }
 
-/// Before build removes anything in folder mode, the folder must prove it is toolreg's: it holds
-/// a manifest, or every file in it is one build is about to write anyway.
-fn ensure_adoptable(out: &Path, extra: &[String]) -> Result<(), Box<Diagnostic>> {
-    if extra.is_empty() || out.join(MANIFEST).is_file() {
+/// Before build writes into a folder without a manifest, the folder must be empty of anything
+/// build would not write itself: toolreg never adopts (and later deletes) someone else's files.
+fn ensure_adoptable(out: &Path, foreign: &[String]) -> Result<(), Box<Diagnostic>> {
+    if foreign.is_empty() || out.join(MANIFEST).is_file() {
         return Ok(());
     }
     let shown = out.to_string_lossy().replace('\\', "/");
-    let listed: Vec<&str> = extra.iter().take(5).map(String::as_str).collect();
+    let listed: Vec<&str> = foreign.iter().take(5).map(String::as_str).collect();
     Err(Box::new(
         Diagnostic::new(
             Code::OutputNotOwned,
             format!(
                 "output folder `{shown}` has files toolreg did not write and no {MANIFEST}: {}{}",
                 listed.join(", "),
-                if extra.len() > 5 { ", ..." } else { "" }
+                if foreign.len() > 5 { ", ..." } else { "" }
             ),
         )
         .at(Location::file(shown))
-        .help("build removes stale files from its output folder, so it only adopts an empty folder or one with its manifest; point --out elsewhere or move these files away"),
+        .help("toolreg only writes into an empty folder or one with its manifest, so it never takes over files it did not write; point --out elsewhere or move these files away"),
+    ))
+}
+
+/// The definitions and the output may not nest in either direction: a build would otherwise
+/// read its own output as input, or write over the catalog it reads.
+pub fn ensure_apart(definitions: &Path, out: &Path) -> Result<(), Box<Diagnostic>> {
+    let resolve = |p: &Path| -> PathBuf {
+        // The output folder may not exist yet: resolve its nearest existing ancestor.
+        let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let mut base = abs.clone();
+        let mut rest = Vec::new();
+        while !base.exists() {
+            match (base.file_name().map(|n| n.to_owned()), base.parent()) {
+                (Some(name), Some(parent)) => {
+                    rest.push(name);
+                    base = parent.to_path_buf();
+                }
+                _ => break,
+            }
+        }
+        let mut resolved = fs::canonicalize(&base).unwrap_or(base);
+        for name in rest.into_iter().rev() {
+            resolved.push(name);
+        }
+        resolved
+    };
+    let (d, o) = (resolve(definitions), resolve(out));
+    let which = if d == o {
+        "is"
+    } else if d.starts_with(&o) {
+        "contains"
+    } else if o.starts_with(&d) {
+        "is inside"
+    } else {
+        return Ok(());
+    };
+    let shown = out.to_string_lossy().replace('\\', "/");
+    Err(Box::new(
+        Diagnostic::new(
+            Code::OutputOverlapsDefinitions,
+            format!(
+                "output folder `{shown}` {which} the definitions folder `{}`",
+                definitions.to_string_lossy().replace('\\', "/")
+            ),
+        )
+        .at(Location::file(shown))
+        .help("build would read its own output or replace the catalog it reads; choose an --out outside the definitions folder (and not around it); nothing was written"),
     ))
 }
 
@@ -208,11 +267,27 @@ fn ensure_inside(out: &Path, files: &FileMap) -> Result<(), Box<Diagnostic>> {
     Ok(())
 }
 
-/// Compares `out` with `files`. Line endings are normalized before comparing.
+/// Compares `out` with `files`. Line endings are normalized before comparing. A write that a
+/// killed build committed but did not finish is completed first, so `check` sees whole trees.
 pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport, Box<Diagnostic>> {
     ensure_inside(out, files)?;
-    let owned = owned_files(out, mode)?;
+    if out.join(STAGING).exists() {
+        let _lock = FolderLock::acquire(out)?;
+        recover(out)?;
+    }
+    check_unlocked(out, files, mode)
+}
+
+fn check_unlocked(
+    out: &Path,
+    files: &FileMap,
+    mode: Ownership,
+) -> Result<CheckReport, Box<Diagnostic>> {
     let mut report = CheckReport::default();
+    if !ensure_folder(out)? {
+        report.missing = files.keys().cloned().collect();
+        return Ok(report);
+    }
     for (rel, want) in files {
         let path = out.join(rel);
         match fs::read(&path) {
@@ -228,18 +303,46 @@ pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport
             Err(e) => return Err(io_error(&path, "read", e)),
         }
     }
-    report.extra = owned
-        .into_iter()
-        .filter(|p| !files.contains_key(p))
+    let listed = listed_files(out);
+    report.extra = listed
+        .iter()
+        .filter(|p| !files.contains_key(*p))
+        .cloned()
         .collect();
+    if mode == Ownership::Folder {
+        report.foreign = visible_files(out)?
+            .into_iter()
+            .filter(|p| !files.contains_key(p) && !listed.contains(p))
+            .collect();
+    }
     Ok(report)
 }
 
 /// Writes `files` into `out`, all-or-nothing; see the module docs.
 pub fn write(out: &Path, files: &FileMap, mode: Ownership) -> Result<WriteReport, Box<Diagnostic>> {
-    let status = check(out, files, mode)?;
+    ensure_inside(out, files)?;
+    let existed = ensure_folder(out)?;
+    let result = write_locked(out, files, mode);
+    if result.is_err() && !existed {
+        // Leave no empty folder behind for a write that did nothing.
+        let _ = fs::remove_file(out.join(LOCK));
+        let _ = fs::remove_dir(out);
+    }
+    result
+}
+
+fn write_locked(
+    out: &Path,
+    files: &FileMap,
+    mode: Ownership,
+) -> Result<WriteReport, Box<Diagnostic>> {
+    fs::create_dir_all(out).map_err(|e| io_error(out, "create", e))?;
+    let _lock = FolderLock::acquire(out)?;
+    recover(out)?;
+    remove_legacy_temporaries(out);
+    let status = check_unlocked(out, files, mode)?;
     if mode == Ownership::Folder {
-        ensure_adoptable(out, &status.extra)?;
+        ensure_adoptable(out, &status.foreign)?;
     }
     let mut report = WriteReport {
         unchanged: files.len() - status.changed.len() - status.missing.len(),
@@ -248,65 +351,167 @@ pub fn write(out: &Path, files: &FileMap, mode: Ownership) -> Result<WriteReport
     if status.is_clean() {
         return Ok(report);
     }
-    let mut to_write: Vec<&String> = status
+    let mut to_write: Vec<String> = status
         .changed
         .iter()
-        .map(|(p, _)| p)
-        .chain(status.missing.iter())
+        .map(|(p, _)| p.clone())
+        .chain(status.missing.iter().cloned())
         .collect();
     to_write.sort();
-    // The manifest goes last, so an interrupted run never leaves a manifest that claims files
-    // that were not written yet.
+    // The manifest goes last, so even a reader that bypasses the journal never sees a manifest
+    // that claims files not written yet.
     to_write.sort_by_key(|p| p.as_str() == MANIFEST);
 
-    // Stage.
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let stage =
-        |rel: &String, staged: &mut Vec<(PathBuf, PathBuf)>| -> Result<(), Box<Diagnostic>> {
-            let target = out.join(rel);
-            let dir = target.parent().unwrap_or(out);
+    // Stage. Any failure here leaves the folder as it was.
+    let staging = out.join(STAGING);
+    let stage = || -> Result<(), Box<Diagnostic>> {
+        for rel in &to_write {
+            let tmp = staging.join(rel);
+            let dir = tmp.parent().unwrap_or(&staging);
             fs::create_dir_all(dir).map_err(|e| io_error(dir, "create", e))?;
-            let name = target
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let tmp = dir.join(format!(".{name}.toolreg-tmp"));
             fs::write(&tmp, files[rel].as_bytes()).map_err(|e| io_error(&tmp, "write", e))?;
-            staged.push((tmp, target));
-            Ok(())
+        }
+        let journal = Journal {
+            replace: to_write.clone(),
+            remove: status.extra.clone(),
         };
-    for rel in &to_write {
-        if let Err(d) = stage(rel, &mut staged) {
-            for (tmp, _) in &staged {
-                let _ = fs::remove_file(tmp);
-            }
-            return Err(d);
-        }
+        let text = serde_json::to_string(&journal).expect("a journal is plain data");
+        let tmp = staging.join(JOURNAL_TMP);
+        fs::write(&tmp, text).map_err(|e| io_error(&tmp, "write", e))?;
+        Ok(())
+    };
+    if let Err(d) = stage() {
+        let _ = fs::remove_dir_all(&staging);
+        return Err(d);
     }
-    // Swap.
-    for (tmp, target) in &staged {
-        if let Err(e) = fs::rename(tmp, target) {
-            for (t, _) in &staged {
-                let _ = fs::remove_file(t);
-            }
-            return Err(io_error(target, "replace", e));
-        }
+    // Commit.
+    let journal_path = staging.join(JOURNAL);
+    if let Err(e) = fs::rename(staging.join(JOURNAL_TMP), &journal_path) {
+        let _ = fs::remove_dir_all(&staging);
+        return Err(io_error(&journal_path, "commit", e));
     }
-    report.written = to_write.into_iter().cloned().collect();
-    for rel in &status.extra {
-        let path = out.join(rel);
-        fs::remove_file(&path).map_err(|e| io_error(&path, "remove", e))?;
-        report.removed.push(rel.clone());
-        // Drop folders the removal left empty (never the output folder itself).
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if d == out || fs::remove_dir(d).is_err() {
-                break;
-            }
-            dir = d.parent();
-        }
-    }
+    // Roll forward.
+    recover(out)?;
+    report.written = to_write;
+    report.removed = status.extra;
     Ok(report)
+}
+
+const STAGING: &str = ".toolreg-staging";
+const JOURNAL: &str = ".journal.json";
+const JOURNAL_TMP: &str = ".journal.json.tmp";
+const LOCK: &str = ".toolreg.lock";
+
+/// What a committed write still has to do.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Journal {
+    replace: Vec<String>,
+    remove: Vec<String>,
+}
+
+/// Finishes a committed write (journal present) or discards an uncommitted one (no journal), then
+/// deletes the staging folder. Idempotent: a kill during recovery is recovered the same way.
+fn recover(out: &Path) -> Result<(), Box<Diagnostic>> {
+    let staging = out.join(STAGING);
+    if !staging.exists() {
+        return Ok(());
+    }
+    let journal_path = staging.join(JOURNAL);
+    if let Ok(text) = fs::read_to_string(&journal_path) {
+        let journal: Journal = serde_json::from_str(&text)
+            .map_err(|e| io_error(&journal_path, "read", std::io::Error::other(e.to_string())))?;
+        let interrupted = |path: &Path, what: &str, e: std::io::Error| {
+            let mut d = io_error(path, what, e);
+            d.help = Some(
+                "the new files are committed in .toolreg-staging and the next build or check finishes replacing them; fix the cause (permissions, disk space) and run it again".into(),
+            );
+            d
+        };
+        for rel in journal.replace.iter().filter(|r| safe_rel(r)) {
+            let from = staging.join(rel);
+            if !from.exists() {
+                continue; // renamed before an interruption
+            }
+            let to = out.join(rel);
+            if let Some(dir) = to.parent() {
+                fs::create_dir_all(dir).map_err(|e| interrupted(dir, "create", e))?;
+            }
+            fs::rename(&from, &to).map_err(|e| interrupted(&to, "replace", e))?;
+        }
+        for rel in journal.remove.iter().filter(|r| safe_rel(r)) {
+            let path = out.join(rel);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(interrupted(&path, "remove", e)),
+            }
+            // Drop folders the removal left empty (never the output folder itself).
+            let mut dir = path.parent();
+            while let Some(d) = dir {
+                if d == out || fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+        fs::remove_file(&journal_path).map_err(|e| interrupted(&journal_path, "remove", e))?;
+    }
+    fs::remove_dir_all(&staging).map_err(|e| io_error(&staging, "remove", e))
+}
+
+/// Earlier toolreg versions staged files beside their targets as `.NAME.toolreg-tmp`; a killed
+/// run left them behind. They are never anyone else's, so any found are deleted.
+fn remove_legacy_temporaries(out: &Path) {
+    let walker = walkdir::WalkDir::new(out)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != STAGING);
+    for entry in walker.flatten() {
+        let name = entry.file_name().to_string_lossy();
+        if entry.file_type().is_file() && name.starts_with('.') && name.ends_with(".toolreg-tmp") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// An exclusive OS lock on `out/.toolreg.lock`; released (and the file removed) on drop, and by
+/// the OS if the process dies.
+struct FolderLock {
+    path: PathBuf,
+    _file: fs::File,
+}
+
+impl FolderLock {
+    fn acquire(out: &Path) -> Result<Self, Box<Diagnostic>> {
+        let path = out.join(LOCK);
+        loop {
+            let file = fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| io_error(&path, "create the lock file", e))?;
+            file.lock().map_err(|e| io_error(&path, "lock", e))?;
+            // The holder before us removes the file when it is done; if we locked a file that is
+            // no longer the one at `path`, try again with the new one.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                let ours = file.metadata().map(|m| (m.dev(), m.ino())).ok();
+                let current = fs::metadata(&path).map(|m| (m.dev(), m.ino())).ok();
+                if ours.is_none() || ours != current {
+                    continue;
+                }
+            }
+            return Ok(FolderLock { path, _file: file });
+        }
+    }
+}
+
+impl Drop for FolderLock {
+    fn drop(&mut self) {
+        // Removed while still locked, so the next holder's inode check sees the change.
+        let _ = fs::remove_file(&self.path);
+    }
 }
 
 /// Prints a check report the way `toolreg check` shows it.
@@ -334,6 +539,11 @@ pub fn render_check(out_display: &str, report: &CheckReport, fix: &str) -> Strin
     }
     for p in &report.extra {
         s.push_str(&format!("  extra:   {out_display}/{p}\n"));
+    }
+    for p in report.foreign.iter().take(5) {
+        s.push_str(&format!(
+            "  note: {out_display}/{p} is not toolreg's (its manifest does not list it); left alone\n"
+        ));
     }
     s.push_str(&format!("  = help: run `{fix}` and commit the result\n"));
     s
@@ -378,7 +588,11 @@ mod tests {
     fn write_then_check_then_noop_then_orphan_removal() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("gen");
-        let v1 = map(&[("a.json", "1\n"), ("sub/b.md", "b\n"), (MANIFEST, "m\n")]);
+        let v1 = map(&[
+            ("a.json", "1\n"),
+            ("sub/b.md", "b\n"),
+            (MANIFEST, r#"{"files":{"a.json":"","sub/b.md":""}}"#),
+        ]);
         let r = write(&out, &v1, Ownership::Folder).unwrap();
         assert_eq!(r.written.len(), 3);
         assert_eq!(r.written.last().unwrap(), MANIFEST);
@@ -390,7 +604,7 @@ mod tests {
                 ..Default::default()
             }
         );
-        let v2 = map(&[("a.json", "2\n"), (MANIFEST, "m2\n")]);
+        let v2 = map(&[("a.json", "2\n"), (MANIFEST, r#"{"files":{"a.json":""}}"#)]);
         let r = write(&out, &v2, Ownership::Folder).unwrap();
         assert_eq!(r.written, vec!["a.json".to_string(), MANIFEST.to_string()]);
         assert_eq!(r.removed, vec!["sub/b.md".to_string()]);
@@ -401,6 +615,76 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    /// The two states a kill can leave: staged but uncommitted (the old tree stands), and
+    /// committed but not finished (the next run finishes it). Either way, no mix.
+    #[test]
+    fn an_interrupted_write_is_discarded_before_its_commit_and_finished_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("gen");
+        let old = map(&[
+            ("a.json", "old a\n"),
+            ("b.json", "old b\n"),
+            (MANIFEST, r#"{"files":{"a.json":"","b.json":""}}"#),
+        ]);
+        let new = map(&[
+            ("a.json", "new a\n"),
+            ("c/d.json", "new d\n"),
+            (MANIFEST, r#"{"files":{"a.json":"","c/d.json":""}}"#),
+        ]);
+        write(&out, &old, Ownership::Folder).unwrap();
+        let staging = out.join(STAGING);
+        let stage_all = || {
+            for (rel, text) in &new {
+                fs::create_dir_all(staging.join(rel).parent().unwrap()).unwrap();
+                fs::write(staging.join(rel), text).unwrap();
+            }
+        };
+
+        // Killed while staging: check sees the old tree whole, and the staging folder goes.
+        stage_all();
+        assert!(check(&out, &old, Ownership::Folder).unwrap().is_clean());
+        assert!(!staging.exists());
+
+        // Killed after the commit, with one file already renamed: check finishes the write.
+        stage_all();
+        let journal =
+            r#"{"replace":["a.json","c/d.json","toolreg.manifest.json"],"remove":["b.json"]}"#;
+        fs::write(staging.join(JOURNAL), journal).unwrap();
+        fs::rename(staging.join("a.json"), out.join("a.json")).unwrap();
+        assert!(check(&out, &new, Ownership::Folder).unwrap().is_clean());
+        assert!(!out.join("b.json").exists() && !staging.exists());
+
+        // Leftovers of older versions are cleaned by the next write.
+        fs::write(out.join(".a.json.toolreg-tmp"), "x").unwrap();
+        fs::create_dir_all(out.join("c")).unwrap();
+        fs::write(out.join("c/.d.json.toolreg-tmp"), "x").unwrap();
+        write(&out, &new, Ownership::Folder).unwrap();
+        assert!(!out.join(".a.json.toolreg-tmp").exists());
+        assert!(!out.join("c/.d.json.toolreg-tmp").exists());
+        assert!(!out.join(LOCK).exists(), "the lock file goes with the lock");
+    }
+
+    #[test]
+    fn definitions_and_output_may_not_nest() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p");
+        fs::create_dir_all(p.join("defs")).unwrap();
+        for (defs, out, code) in [
+            (p.join("defs"), p.clone(), true),
+            (p.clone(), p.join("defs/gen"), true),
+            (p.join("defs"), p.join("defs"), true),
+            (p.join("defs"), p.join("./defs/../defs/new/x"), true),
+            (p.join("defs"), p.join("gen"), false),
+            (p.join("defs"), dir.path().join("p-gen"), false),
+        ] {
+            let r = ensure_apart(&defs, &out);
+            assert_eq!(r.is_err(), code, "{defs:?} {out:?}");
+            if let Err(d) = r {
+                assert_eq!(d.code, Code::OutputOverlapsDefinitions);
+            }
+        }
     }
 
     #[test]

@@ -262,3 +262,34 @@ fn symbolic_links_are_followed_or_reported() {
     assert!(text.contains("loops back to"), "{text}");
     assert!(text.contains("points to nothing"), "{text}");
 }
+
+/// `--out p` around `--definitions p/defs` (with a manifest already in `p`, which used to make
+/// build delete the catalog) and the reverse are refused before anything is written.
+#[test]
+fn an_output_folder_nesting_with_the_definitions_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("p");
+    common::copy_dir(
+        &common::repo().join("tests/fixture/definitions"),
+        &p.join("defs"),
+    );
+    std::fs::write(p.join("toolreg.manifest.json"), r#"{"files":{}}"#).unwrap();
+    let before = common::snapshot_dir(&p);
+    for (defs, out) in [
+        ("p/defs", "p"),
+        ("p/defs", "p/defs/gen"),
+        ("p/defs", "p/defs"),
+    ] {
+        for cmd in ["build", "check"] {
+            let o = toolreg(tmp.path(), &[cmd, "-d", defs, "-o", out]);
+            let text = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{cmd} {defs} {out}: {text}");
+            assert!(text.contains("[TR052]") && text.contains(out), "{text}");
+        }
+    }
+    assert_eq!(
+        common::snapshot_dir(&p),
+        before,
+        "nothing was written or removed"
+    );
+}

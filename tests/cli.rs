@@ -66,22 +66,23 @@ fn check_names_every_changed_missing_and_extra_file_and_build_repairs_it() {
         "{msg}"
     );
 
-    // Add a stray file: reported as extra. Without a manifest, build will not delete it.
+    // Add a stray file: noted as not toolreg's. Without a manifest, build refuses the folder.
     fs::write(out.join("stray.md"), "hand-written").unwrap();
     let r = toolreg(&repo, &["check", "-d", d, "-o", o]);
     let msg = stderr(&r);
     assert_eq!(r.status.code(), Some(1), "{msg}");
     assert!(
-        msg.contains("extra:   ") && msg.contains("/stray.md"),
+        msg.contains("/stray.md is not toolreg's") && msg.contains("left alone"),
         "{msg}"
     );
-    assert!(msg.contains("1 changed, 1 missing, 1 extra"), "{msg}");
+    assert!(msg.contains("1 changed, 1 missing, 0 extra"), "{msg}");
     let refused = toolreg(&repo, &["build", "-d", d, "-o", o]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("[TR051]") && stderr(&refused).contains("stray.md"));
     assert!(out.join("stray.md").exists());
 
-    // With the manifest back, build owns the folder again and removes the stray file.
+    // With the manifest back, build owns the files it lists, and only those: the stray file
+    // stays. A file the manifest lists and the new build does not write is removed.
     assert!(toolreg(dir.path(), &["build", "-d", d, "-o", "fresh"])
         .status
         .success());
@@ -97,10 +98,27 @@ fn check_names_every_changed_missing_and_extra_file_and_build_repairs_it() {
         "{msg}"
     );
 
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("toolreg.manifest.json")).unwrap())
+            .unwrap();
+    manifest["files"]["old/gone.md"] = serde_json::json!("x");
+    fs::write(out.join("toolreg.manifest.json"), manifest.to_string()).unwrap();
+    fs::create_dir_all(out.join("old")).unwrap();
+    fs::write(out.join("old/gone.md"), "from an earlier build").unwrap();
+    let msg = stderr(&toolreg(&repo, &["check", "-d", d, "-o", o]));
+    assert!(
+        msg.contains("extra:   ") && msg.contains("/old/gone.md"),
+        "{msg}"
+    );
+
     let b = toolreg(&repo, &["build", "-d", d, "-o", o]);
     assert!(b.status.success(), "{}", stderr(&b));
     assert!(stderr(&b).contains("1 removed"), "{}", stderr(&b));
-    assert!(!out.join("stray.md").exists());
+    assert!(!out.join("old").exists());
+    assert_eq!(
+        fs::read_to_string(out.join("stray.md")).unwrap(),
+        "hand-written"
+    );
     assert_eq!(
         toolreg(&repo, &["check", "-d", d, "-o", o]).status.code(),
         Some(0)

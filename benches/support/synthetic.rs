@@ -100,7 +100,7 @@ fn schema(verb: &str, ent: &str, n: usize) -> serde_json::Value {
             json!({"type": "array", "items": {"type": "string"}, "description": "Labels."}),
         );
     }
-    if n % 5 == 0 {
+    if n.is_multiple_of(5) {
         props.insert("metadata".into(), json!({"type": "object", "additionalProperties": {"type": "string"}, "description": "Free-form metadata."}));
     }
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})

@@ -1,0 +1,294 @@
+//! Writes that cannot be torn (issue 12): a build killed at any moment, and two builds into one
+//! folder at once, leave exactly the old tree or exactly a new one, never a mix, and nothing
+//! behind that the next run does not clean.
+#![cfg(unix)]
+
+mod common;
+#[path = "../benches/support/synthetic.rs"]
+mod synthetic;
+
+use common::{stderr, toolreg};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use toolreg::emit::FileMap;
+use toolreg::output::{self, Ownership};
+
+/// Two catalogs whose builds differ in nearly every file: B rewords every description of A and
+/// drops A's last file (so B's build also removes files A's wrote).
+struct Catalogs {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    a: PathBuf,
+    b: PathBuf,
+    /// What a clean build of each writes (non-hidden files, from a build into a fresh folder).
+    tree_a: FileMap,
+    tree_b: FileMap,
+}
+
+fn catalogs(tools: usize) -> Catalogs {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let (a, b) = (root.join("a"), root.join("b"));
+    synthetic::write_catalog(&a, tools);
+    common::copy_dir(&a, &b);
+    let mut files: Vec<PathBuf> = fs::read_dir(&b)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    fs::remove_file(files.pop().unwrap()).unwrap();
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap();
+        fs::write(
+            f,
+            text.replace("\"description\": \"", "\"description\": \"Revised. "),
+        )
+        .unwrap();
+    }
+    let tree = |defs: &Path, name: &str| -> FileMap {
+        let out = root.join(name);
+        let o = toolreg(
+            &root,
+            &[
+                "build",
+                "-d",
+                defs.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        visible_tree(&out)
+    };
+    let (tree_a, tree_b) = (tree(&a, "ref-a"), tree(&b, "ref-b"));
+    assert_ne!(tree_a, tree_b);
+    Catalogs {
+        _tmp: tmp,
+        root,
+        a,
+        b,
+        tree_a,
+        tree_b,
+    }
+}
+
+/// Every non-hidden file below `dir` with its text.
+fn visible_tree(dir: &Path) -> FileMap {
+    common::snapshot_dir(dir)
+        .into_iter()
+        .filter(|(rel, _)| !rel.split('/').any(|s| s.starts_with('.')))
+        .map(|(rel, bytes)| (rel, String::from_utf8(bytes).unwrap()))
+        .collect()
+}
+
+fn spawn_build(cwd: &Path, defs: &Path, out: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args([
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(cwd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A small deterministic generator, so a failing try can be replayed.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+#[test]
+fn a_build_killed_at_any_moment_leaves_the_old_tree_or_the_new_one() {
+    let c = catalogs(300);
+    let out = c.root.join("out");
+    let first = toolreg(
+        &c.root,
+        &[
+            "build",
+            "-d",
+            c.a.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(first.status.success(), "{}", stderr(&first));
+    // How long a whole build takes, and how long its write phase (staging appears -> exit), to
+    // spread the kills over them.
+    let start = Instant::now();
+    let timing_out = c.root.join("timing");
+    let mut timing = spawn_build(&c.root, &c.b, &timing_out);
+    let mut staged_at = None;
+    while timing.try_wait().unwrap().is_none() {
+        if staged_at.is_none() && timing_out.join(".toolreg-staging").exists() {
+            staged_at = Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    let build_ms = start.elapsed().as_millis() as u64;
+    let write_us = (start.elapsed() - staged_at.unwrap_or_default()).as_micros() as u64;
+
+    let mut rng = Rng(0x5eed_1234_abcd_0042);
+    let mut on_a = true;
+    let (mut mid_write, mut old, mut new) = (0, 0, 0);
+    for attempt in 0..20 {
+        let (defs, before, after) = if on_a {
+            (&c.b, &c.tree_a, &c.tree_b)
+        } else {
+            (&c.a, &c.tree_b, &c.tree_a)
+        };
+        let mut child = spawn_build(&c.root, defs, &out);
+        if attempt % 4 == 0 {
+            // Anywhere in the build, compile phase included.
+            std::thread::sleep(Duration::from_millis(rng.below(build_ms)));
+        } else {
+            // In the write phase: as soon as staging starts, then a little later.
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !out.join(".toolreg-staging").exists()
+                && child.try_wait().unwrap().is_none()
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_micros(300));
+            }
+            std::thread::sleep(Duration::from_micros(rng.below(write_us)));
+        }
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().unwrap();
+        if out.join(".toolreg-staging").exists() {
+            mid_write += 1;
+        }
+        // `check` (the library function behind `toolreg check`) first finishes or discards the
+        // interrupted write; then the folder must be one whole tree.
+        output::check(&out, after, Ownership::Folder).unwrap();
+        assert!(!out.join(".toolreg-staging").exists());
+        let now = visible_tree(&out);
+        if &now == after {
+            new += 1;
+            on_a = !on_a;
+        } else {
+            assert!(
+                &now == before,
+                "try {attempt} (exit {status:?}): the folder is a mix of the old and new trees: {} files differ from the new one",
+                now.iter().filter(|(k, v)| after.get(*k) != Some(*v)).count()
+            );
+            old += 1;
+        }
+    }
+    eprintln!(
+        "kill -9 x20 ({build_ms} ms builds, {write_us} us writing): {mid_write} killed mid-write, {old} left the old tree, {new} the new one"
+    );
+    assert!(
+        mid_write >= 1,
+        "no kill landed in the write phase; the test proved nothing"
+    );
+    // The command-line check agrees, and the next build cleans any leftover (the lock file).
+    let defs = if on_a { &c.a } else { &c.b };
+    let o = toolreg(
+        &c.root,
+        &[
+            "check",
+            "-d",
+            defs.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = toolreg(
+        &c.root,
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        stderr(&o).contains("0 written, 0 removed"),
+        "{}",
+        stderr(&o)
+    );
+    let hidden: Vec<_> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "leftovers: {hidden:?}");
+}
+
+#[test]
+fn two_builds_into_one_folder_at_once_leave_one_whole_tree() {
+    let c = catalogs(200);
+    for pair in 0..10 {
+        let out = c.root.join(format!("out-{pair}"));
+        if pair % 2 == 1 {
+            // Half the pairs start from an existing tree, half from nothing.
+            let o = toolreg(
+                &c.root,
+                &[
+                    "build",
+                    "-d",
+                    c.a.to_str().unwrap(),
+                    "-o",
+                    out.to_str().unwrap(),
+                ],
+            );
+            assert!(o.status.success());
+        }
+        let first = spawn_build(&c.root, &c.a, &out);
+        let second = spawn_build(&c.root, &c.b, &out);
+        let (ra, rb) = (
+            first.wait_with_output().unwrap(),
+            second.wait_with_output().unwrap(),
+        );
+        // Each either wins whole (the later one waits for the lock) or fails cleanly.
+        for r in [&ra, &rb] {
+            assert!(
+                r.status.code() == Some(0) || r.status.code() == Some(2),
+                "{}",
+                stderr(r)
+            );
+        }
+        let now = visible_tree(&out);
+        let (winner, defs) = if now == c.tree_a {
+            ("a", &c.a)
+        } else if now == c.tree_b {
+            ("b", &c.b)
+        } else {
+            panic!("pair {pair}: a mix of both trees");
+        };
+        let r = if winner == "a" { &ra } else { &rb };
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "the winner {winner} succeeded: {}",
+            stderr(r)
+        );
+        let o = toolreg(
+            &c.root,
+            &[
+                "check",
+                "-d",
+                defs.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "pair {pair}: {}", stderr(&o));
+        assert!(!out.join(".toolreg-staging").exists() && !out.join(".toolreg.lock").exists());
+    }
+}
