@@ -1,36 +1,30 @@
-//! The size report: characters and real BPE token counts (o200k_base and cl100k_base, via
-//! tiktoken-rs, which embeds its vocabularies) for the full catalog, the gateway, each profile and
-//! the help pages, and what the gateway and each profile save against the full catalog.
+//! The size report: characters and real BPE token counts (o200k_base and cl100k_base, via GitHub's
+//! bpe-openai, which counts exactly as tiktoken does) for the full catalog, the gateway, each
+//! profile and the help pages, and what the gateway and each profile save against the full catalog.
+//!
+//! Counting dominates the report's cost, so every distinct text is counted once, and the counts
+//! are spread over the machine's cores.
 
 use crate::help::HelpDoc;
 use crate::registry::Registry;
 use crate::surfaces::{self, ToolDef};
 use serde_json::{json, Value};
-use std::sync::OnceLock;
-use tiktoken_rs::CoreBPE;
+use std::collections::HashMap;
 
-/// Token counters for the two encodings, loaded once per process (loading parses the embedded
-/// vocabularies, which takes a noticeable fraction of a second).
-pub struct Tokens {
-    o200k: CoreBPE,
-    cl100k: CoreBPE,
-}
+/// Token counters for the two encodings (bpe-openai loads each vocabulary once per process).
+pub struct Tokens;
 
 impl Tokens {
     pub fn get() -> &'static Tokens {
-        static TOKENS: OnceLock<Tokens> = OnceLock::new();
-        TOKENS.get_or_init(|| Tokens {
-            o200k: tiktoken_rs::o200k_base().expect("o200k_base is embedded in tiktoken-rs"),
-            cl100k: tiktoken_rs::cl100k_base().expect("cl100k_base is embedded in tiktoken-rs"),
-        })
+        &Tokens
     }
 
     pub fn o200k(&self, text: &str) -> usize {
-        self.o200k.encode_ordinary(text).len()
+        bpe_openai::o200k_base().count(text)
     }
 
     pub fn cl100k(&self, text: &str) -> usize {
-        self.cl100k.encode_ordinary(text).len()
+        bpe_openai::cl100k_base().count(text)
     }
 }
 
@@ -88,8 +82,7 @@ fn stats(mut values: Vec<usize>) -> Value {
     json!({"count": values.len(), "median": rank(0.5), "p90": rank(0.9), "max": values[values.len() - 1]})
 }
 
-fn page_stats(pages: &[&Value]) -> Value {
-    let sizes: Vec<Size> = pages.iter().map(|p| Size::of(&p.to_string())).collect();
+fn page_stats(sizes: &[Size]) -> Value {
     json!({
         "chars": stats(sizes.iter().map(|s| s.chars).collect()),
         "o200k": stats(sizes.iter().map(|s| s.o200k).collect()),
@@ -97,41 +90,136 @@ fn page_stats(pages: &[&Value]) -> Value {
     })
 }
 
+/// Sizes of many texts: each distinct text counted once, with both encodings, on every core.
+/// The biggest jobs go first, so one huge text (the full catalog) does not finish last alone.
+pub fn sizes_of(texts: &[&str]) -> Vec<Size> {
+    let mut distinct: HashMap<&str, usize> = HashMap::new();
+    let mut unique: Vec<&str> = Vec::new();
+    let slots: Vec<usize> = texts
+        .iter()
+        .map(|t| {
+            *distinct.entry(t).or_insert_with(|| {
+                unique.push(t);
+                unique.len() - 1
+            })
+        })
+        .collect();
+    // One job per (text, encoding), largest first.
+    let mut jobs: Vec<(usize, bool)> = (0..unique.len())
+        .flat_map(|i| [(i, true), (i, false)])
+        .collect();
+    jobs.sort_by_key(|&(i, o200k)| (std::cmp::Reverse(unique[i].len()), i, o200k));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len().max(1));
+    let counts: Vec<(usize, bool, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(i, o200k)) = jobs.get(k) else {
+                            break done;
+                        };
+                        let t = Tokens::get();
+                        let n = if o200k {
+                            t.o200k(unique[i])
+                        } else {
+                            t.cl100k(unique[i])
+                        };
+                        done.push((i, o200k, n));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a token counter never panics"))
+            .collect()
+    });
+    let mut sizes: Vec<Size> = unique
+        .iter()
+        .map(|t| Size {
+            chars: t.chars().count(),
+            o200k: 0,
+            cl100k: 0,
+        })
+        .collect();
+    for (i, o200k, n) in counts {
+        if o200k {
+            sizes[i].o200k = n;
+        } else {
+            sizes[i].cl100k = n;
+        }
+    }
+    slots.into_iter().map(|i| sizes[i]).collect()
+}
+
 /// The whole report as JSON.
 pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
     let direct = surfaces::direct(reg);
-    let full = surface_size(&direct);
     let gateway = surfaces::gateway(reg);
-    let profiles: serde_json::Map<String, Value> = reg
+    let profile_defs: Vec<(&String, Vec<ToolDef>)> = reg
         .profiles
         .keys()
-        .map(|name| {
-            let defs = surfaces::profile(reg, name);
+        .map(|name| (name, surfaces::profile(reg, name)))
+        .collect();
+    // Every text to count, in one list: the surfaces, then each help page short and full.
+    let mut texts: Vec<String> = vec![
+        surfaces::tools_json(&direct).to_string(),
+        surfaces::tools_json(&gateway).to_string(),
+    ];
+    texts.extend(
+        profile_defs
+            .iter()
+            .map(|(_, d)| surfaces::tools_json(d).to_string()),
+    );
+    let first_page = texts.len();
+    for page in help.pages.values() {
+        texts.push(page.short.to_string());
+        texts.push(page.full.to_string());
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let sizes = sizes_of(&refs);
+    let (full, gateway_size) = (sizes[0], sizes[1]);
+    let profiles: serde_json::Map<String, Value> = profile_defs
+        .iter()
+        .enumerate()
+        .map(|(k, (name, defs))| {
             (
-                name.clone(),
-                surface_entry(surface_size(&defs), defs.len(), full),
+                (*name).clone(),
+                surface_entry(sizes[2 + k], defs.len(), full),
             )
         })
         .collect();
-    let all: Vec<&Value> = help
+    // Page k's short and full sizes, and whether it is an op's page.
+    let pages: Vec<(bool, Size, Size)> = help
         .pages
-        .values()
-        .flat_map(|p| [p.short.as_ref(), p.full.as_ref()])
+        .keys()
+        .enumerate()
+        .map(|(k, key)| {
+            let at = first_page + 2 * k;
+            (reg.ops.contains_key(key), sizes[at], sizes[at + 1])
+        })
         .collect();
-    let short: Vec<&Value> = help.pages.values().map(|p| p.short.as_ref()).collect();
-    let full_pages: Vec<&Value> = help.pages.values().map(|p| p.full.as_ref()).collect();
-    let op_short: Vec<&Value> = help
-        .pages
-        .iter()
-        .filter(|(k, _)| reg.ops.contains_key(*k))
-        .map(|(_, p)| p.short.as_ref())
-        .collect();
-    let op_full: Vec<&Value> = help
-        .pages
-        .iter()
-        .filter(|(k, _)| reg.ops.contains_key(*k))
-        .map(|(_, p)| p.full.as_ref())
-        .collect();
+    let pick = |op_only: bool, short: bool, full: bool| -> Vec<Size> {
+        pages
+            .iter()
+            .filter(|(is_op, _, _)| !op_only || *is_op)
+            .flat_map(|(_, s, f)| {
+                let mut v = Vec::new();
+                if short {
+                    v.push(*s);
+                }
+                if full {
+                    v.push(*f);
+                }
+                v
+            })
+            .collect()
+    };
     let mut full_entry = full.json();
     full_entry["tools"] = json!(direct.len());
     json!({
@@ -139,15 +227,15 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
         "registry_version": reg.registry_version,
         "measured_as": "compact JSON of the tools array a provider receives; help pages as compact JSON",
         "full_catalog": full_entry,
-        "gateway": surface_entry(surface_size(&gateway), gateway.len(), full),
+        "gateway": surface_entry(gateway_size, gateway.len(), full),
         "profiles": profiles,
         "help": {
             "pages": help.pages.len(),
-            "short": page_stats(&short),
-            "full": page_stats(&full_pages),
-            "op_short": page_stats(&op_short),
-            "op_full": page_stats(&op_full),
-            "all": page_stats(&all),
+            "short": page_stats(&pick(false, true, false)),
+            "full": page_stats(&pick(false, false, true)),
+            "op_short": page_stats(&pick(true, true, false)),
+            "op_full": page_stats(&pick(true, false, true)),
+            "all": page_stats(&pick(false, true, true)),
         },
     })
 }

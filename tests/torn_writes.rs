@@ -113,7 +113,7 @@ impl Rng {
 
 #[test]
 fn a_build_killed_at_any_moment_leaves_the_old_tree_or_the_new_one() {
-    let c = catalogs(300);
+    let c = catalogs(200);
     let out = c.root.join("out");
     let first = toolreg(
         &c.root,
@@ -232,7 +232,7 @@ fn a_build_killed_at_any_moment_leaves_the_old_tree_or_the_new_one() {
 
 #[test]
 fn two_builds_into_one_folder_at_once_leave_one_whole_tree() {
-    let c = catalogs(200);
+    let c = catalogs(120);
     for pair in 0..10 {
         let out = c.root.join(format!("out-{pair}"));
         if pair % 2 == 1 {
