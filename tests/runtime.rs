@@ -700,3 +700,77 @@ fn typed_handlers_and_registration_errors() {
     assert_eq!(env.result, Some(json!({"id": "t1", "state": "done"})));
     assert!(gw.handle_sync("onto.nothing", |_| Ok(json!(null))).is_err());
 }
+
+/// Builds `{"a": {"a": ... }}` `depth` levels deep without recursion.
+fn nested(depth: usize) -> Value {
+    let mut v = json!("leaf");
+    for _ in 0..depth {
+        // Not json!: it would serialize `v` recursively.
+        let mut map = serde_json::Map::new();
+        map.insert("a".into(), v);
+        v = Value::Object(map);
+    }
+    v
+}
+
+/// Hostile calls through the library answer a bounded envelope with a documented code: a value
+/// nested 20,000 deep (used to overflow the stack), 200,000 unknown keys under a closed schema
+/// and a 10 MB key (used to echo 30-56 MB), and 10 MB of malformed text.
+#[test]
+fn hostile_calls_answer_bounded_envelopes() {
+    let gw = gateway();
+    let small = |env: &Envelope| {
+        let n = env.to_json().to_string().len();
+        assert!(n < 32_000, "the envelope is {n} bytes");
+    };
+    // Nested 20,000 deep: handed over directly (exec owns and drops it), and through from_value.
+    let mut args = json!({"task_id": "t1"});
+    args["x"] = nested(20_000);
+    let mut call_value = json!({"op": "onto.task.update"});
+    call_value["args"] = args;
+    let env = block_on(gw.exec(ExecCall::from_value(&call_value)));
+    assert_eq!(err(&env).code, codes::MALFORMED_ARGS, "{}", env.to_json());
+    assert!(
+        err(&env).message.contains("nest more than 128"),
+        "{}",
+        err(&env).message
+    );
+    small(&env);
+    let direct = ExecCall {
+        op: "onto.task.update".into(),
+        args: call_value.get_mut("args").map(Value::take),
+        idempotency_key: None,
+        dry_run: Some(true),
+    };
+    let env = block_on(gw.exec(direct));
+    assert_eq!(err(&env).code, codes::MALFORMED_ARGS, "{}", env.to_json());
+    small(&env);
+
+    // 200,000 unknown keys, and one 10 MB key, under a closed schema.
+    let mut many = serde_json::Map::new();
+    many.insert("task_id".into(), json!("t1"));
+    for i in 0..200_000 {
+        many.insert(format!("unknown_{i}"), json!(i));
+    }
+    let env = exec(
+        &gw,
+        json!({"op": "onto.task.update", "args": many, "dry_run": true}),
+    );
+    assert_eq!(err(&env).code, codes::VALIDATION_ERROR);
+    assert_eq!(
+        err(&env).details["field_errors"].as_array().unwrap().len(),
+        toolreg::runtime::validate::MAX_FIELD_ERRORS
+    );
+    small(&env);
+    let huge_key = "k".repeat(10_000_000);
+    let env = exec(
+        &gw,
+        json!({"op": "onto.task.update", "args": {"task_id": "t1", huge_key: 1}, "dry_run": true}),
+    );
+    assert_eq!(err(&env).code, codes::VALIDATION_ERROR);
+    small(&env);
+    let huge_text = format!("{{\"task_id\": {}", "9".repeat(10_000_000));
+    let env = exec(&gw, json!({"op": "onto.task.update", "args": huge_text}));
+    assert_eq!(err(&env).code, codes::MALFORMED_ARGS);
+    small(&env);
+}

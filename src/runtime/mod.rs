@@ -176,7 +176,9 @@ impl ExecCall {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string(),
-            args: v.get("args").cloned(),
+            // A copy cut below the depth limit: cloning hostile nesting whole would overflow
+            // the stack; the cut copy is still too deep, so exec answers MALFORMED_ARGS.
+            args: v.get("args").map(|a| clone_bounded(a, MAX_ARGS_DEPTH + 1)),
             idempotency_key: v
                 .get("idempotency_key")
                 .and_then(Value::as_str)
@@ -529,7 +531,7 @@ impl Gateway {
                         op,
                         codes::MALFORMED_ARGS,
                         format!("`args` must be a JSON object, got {}", kind_name(&other)),
-                        json!({"raw_args": raw}),
+                        json!({"raw_args": validate::clip(raw, MAX_RAW_ECHO_CHARS)}),
                         op,
                     ));
                 }
@@ -538,18 +540,32 @@ impl Gateway {
                         op,
                         codes::MALFORMED_ARGS,
                         format!("`args` is not valid JSON: {e}"),
-                        json!({"raw_args": raw, "parse_error": {"message": e.to_string(), "line": e.line(), "column": e.column()}}),
+                        json!({"raw_args": validate::clip(raw, MAX_RAW_ECHO_CHARS), "parse_error": {"message": e.to_string(), "line": e.line(), "column": e.column()}}),
                         op,
                     ));
                 }
             },
-            Some(v @ Value::Object(_)) => v.clone(),
+            Some(v @ Value::Object(_)) => {
+                // Checked before anything walks it recursively (a clone, a validator).
+                if let Some(depth) = nesting_beyond(v, MAX_ARGS_DEPTH) {
+                    return Err(fail(
+                        op,
+                        codes::MALFORMED_ARGS,
+                        format!(
+                            "`args` nest more than {MAX_ARGS_DEPTH} levels deep (at least {depth})"
+                        ),
+                        json!({"max_depth": MAX_ARGS_DEPTH}),
+                        op,
+                    ));
+                }
+                v.clone()
+            }
             Some(other) => {
                 return Err(fail(
                     op,
                     codes::MALFORMED_ARGS,
                     format!("`args` must be a JSON object, got {}", kind_name(other)),
-                    json!({"raw_args": other}),
+                    json!({"raw_args": validate::clip(&other.to_string(), MAX_RAW_ECHO_CHARS)}),
                     op,
                 ));
             }
@@ -637,10 +653,21 @@ impl Gateway {
 
     async fn run(
         &self,
-        call: ExecCall,
+        mut call: ExecCall,
         scope: &Scope,
         warnings: &mut Vec<String>,
     ) -> Result<Done, Failure> {
+        if call
+            .args
+            .as_ref()
+            .is_some_and(|a| nesting_beyond(a, MAX_ARGS_DEPTH).is_some())
+        {
+            // prepare answers MALFORMED_ARGS; the hostile value is then taken apart without
+            // recursion (serde_json drops nested values recursively).
+            let outcome = self.prepare_inner(&call, scope, warnings);
+            drop_iteratively(call.args.take());
+            outcome?;
+        }
         let (op, args) = self.prepare_inner(&call, scope, warnings)?;
         let record = &self.registry.ops[&op];
         let dry_run = call.dry_run.unwrap_or(record.dry_run_default);
@@ -818,6 +845,55 @@ fn kind_name(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// Arguments nest at most this deep (serde_json's own parser stops at 128).
+pub const MAX_ARGS_DEPTH: usize = 128;
+/// An error envelope quotes at most this much of malformed input.
+const MAX_RAW_ECHO_CHARS: usize = 200;
+
+/// Drops a value of any depth with an explicit stack.
+fn drop_iteratively(v: Option<Value>) {
+    let mut stack: Vec<Value> = v.into_iter().collect();
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
+/// `v` with everything deeper than `depth` levels replaced by `null`.
+fn clone_bounded(v: &Value, depth: usize) -> Value {
+    match v {
+        _ if depth == 0 => Value::Null,
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| clone_bounded(i, depth - 1)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, i)| (k.clone(), clone_bounded(i, depth - 1)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `Some(depth)` when `v` nests deeper than `max`; iterative, so any depth is safe to measure.
+fn nesting_beyond(v: &Value, max: usize) -> Option<usize> {
+    let mut stack = vec![(v, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        if depth > max {
+            return Some(depth);
+        }
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|i| (i, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|i| (i, depth + 1))),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn fail(

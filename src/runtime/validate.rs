@@ -117,6 +117,27 @@ pub fn unknown_arguments(schema: &Value, args: &Value) -> Vec<UnknownArgument> {
     out
 }
 
+/// At most this many field errors are reported for one call (a closed schema sent 200,000
+/// unknown keys answers with 20), and no message or pointer quotes more than a bounded prefix
+/// of what the caller sent.
+pub const MAX_FIELD_ERRORS: usize = 20;
+const MAX_MESSAGE_CHARS: usize = 300;
+const MAX_POINTER_CHARS: usize = 256;
+
+/// `text` cut to `max` characters, saying how much was left out.
+pub fn clip(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        text.to_string()
+    } else {
+        format!(
+            "{}… ({} more characters)",
+            text.chars().take(max).collect::<String>(),
+            n - max
+        )
+    }
+}
+
 /// A name from the caller, cut short for messages.
 fn shown(name: &str) -> String {
     if name.chars().count() <= MAX_NAME_CHARS {
@@ -194,7 +215,10 @@ pub fn field_errors(
 ) -> Vec<FieldError> {
     let mut out = Vec::new();
     for e in validator.iter_errors(args) {
-        let at = e.instance_path().as_str().to_string();
+        if out.len() >= MAX_FIELD_ERRORS {
+            break;
+        }
+        let at = clip(e.instance_path().as_str(), MAX_POINTER_CHARS);
         let here = schema_at(schema, &at);
         let value = args.pointer(&at);
         match e.kind() {
@@ -204,9 +228,13 @@ pub fn field_errors(
                     .and_then(Value::as_object)
                     .map(|p| p.keys().map(String::as_str).collect())
                     .unwrap_or_default();
-                for u in unexpected {
+                for u in unexpected
+                    .iter()
+                    .take(MAX_FIELD_ERRORS - out.len().min(MAX_FIELD_ERRORS))
+                {
+                    let u = shown(u);
                     let pointer = format!("{at}/{}", u.replace('~', "~0").replace('/', "~1"));
-                    let hint = match closest_property(u, names.iter().copied()) {
+                    let hint = match closest_property(&u, names.iter().copied()) {
                         Some(n) => format!("did you mean `{n}`?"),
                         None => format!("remove it; known arguments: {}", names.join(", ")),
                     };
@@ -301,7 +329,8 @@ pub fn field_errors(
                         field_of(&at)
                     },
                     pointer: at.clone(),
-                    message: e.to_string(),
+                    // The validator's message quotes the offending value whole.
+                    message: clip(&e.to_string(), MAX_MESSAGE_CHARS),
                     expected,
                     hint,
                 });
