@@ -31,11 +31,14 @@ fn peak_rss_kib() -> u64 {
 }
 
 /// Child mode: one build, then `written <n> peak_kib <k>` on stdout. `all` runs every emitter.
-fn child(defs: &Path, out: &Path, all: bool) {
-    let emitters: &[toolreg::emit::Emitter] = if all {
-        toolreg::emit::Emitter::ALL
-    } else {
-        &[toolreg::emit::Emitter::Registry]
+fn child(defs: &Path, out: &Path, which: &str) {
+    let one;
+    let emitters: &[toolreg::emit::Emitter] = match which {
+        "all" => toolreg::emit::Emitter::ALL,
+        name => {
+            one = [toolreg::emit::Emitter::from_name(name).expect("an emitter name")];
+            &one
+        }
     };
     let g = toolreg::builder::generate(defs, emitters);
     let files = g
@@ -55,13 +58,13 @@ struct Run {
     peak_kib: u64,
 }
 
-fn run_child(defs: &Path, out: &Path, all: bool) -> Run {
+fn run_child(defs: &Path, out: &Path, which: &str) -> Run {
     let start = Instant::now();
     let o = Command::new(std::env::current_exe().unwrap())
         .arg("--child")
         .arg(defs)
         .arg(out)
-        .arg(if all { "all" } else { "registry" })
+        .arg(which)
         .output()
         .unwrap();
     let secs = start.elapsed().as_secs_f64();
@@ -86,8 +89,12 @@ fn main() {
         child(
             Path::new(&args[2]),
             Path::new(&args[3]),
-            args.get(4).map(String::as_str) == Some("all"),
+            args.get(4).map(String::as_str).unwrap_or("registry"),
         );
+        return;
+    }
+    if args.iter().any(|a| a == "--emitters") {
+        per_emitter(&[1000, 5000, 10_000, 20_000]);
         return;
     }
     // `--write-catalog N DIR`: only write the synthetic catalog (for profiling a build by hand).
@@ -130,9 +137,9 @@ fn main() {
             let mut peak = 0;
             for r in 0..reps {
                 let out = tmp.path().join(format!("out-{n}-{v}-{r}"));
-                let first = run_child(&defs, &out, false);
+                let first = run_child(&defs, &out, "registry");
                 assert!(first.written > 0);
-                let again = run_child(&defs, &out, false);
+                let again = run_child(&defs, &out, "registry");
                 assert_eq!(again.written, 0, "a no-change rebuild must write nothing");
                 cold.push(first.secs);
                 warm.push(again.secs);
@@ -173,7 +180,7 @@ fn main() {
     let mut written = 0;
     let mut peak = 0;
     for r in 0..reps {
-        let run = run_child(&defs, &tmp.path().join(format!("all-{r}")), true);
+        let run = run_child(&defs, &tmp.path().join(format!("all-{r}")), "all");
         written = run.written;
         peak = peak.max(run.peak_kib);
         times.push(run.secs);
@@ -183,4 +190,51 @@ fn main() {
         median(times),
         peak as f64 / 1024.0
     );
+}
+
+/// `-- --emitters`: each emitter alone, then all together (the default build), at 1K/5K/10K/20K
+/// tools, one build each in its own process (fresh output folder): wall time, peak RSS, and the
+/// growth factor per 2x tools (5K -> 10K -> 20K).
+fn per_emitter(sizes: &[usize]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let names = [
+        "registry", "help", "surfaces", "report", "rust", "ts", "docs", "all",
+    ];
+    let mut table: Vec<Vec<(f64, f64)>> = Vec::new();
+    for &n in sizes {
+        let defs = tmp.path().join(format!("defs-{n}"));
+        write_catalog(&defs, n);
+        let mut row = Vec::new();
+        for name in names {
+            let run = run_child(&defs, &tmp.path().join(format!("out-{n}-{name}")), name);
+            row.push((run.secs, run.peak_kib as f64 / 1024.0));
+            let _ = std::fs::remove_dir_all(tmp.path().join(format!("out-{n}-{name}")));
+        }
+        table.push(row);
+    }
+    println!("per emitter, one build each in its own process: seconds / peak MB");
+    print!("{:>9}", "emitter");
+    for n in sizes {
+        print!(" {:>18}", format!("{n} tools"));
+    }
+    println!(" {:>22}", "growth per 2x (t, mem)");
+    for (k, name) in names.iter().enumerate() {
+        print!("{name:>9}");
+        for row in &table {
+            print!(" {:>18}", format!("{:.2} s / {:.0} MB", row[k].0, row[k].1));
+        }
+        let growth: Vec<String> = sizes
+            .windows(2)
+            .zip(table.windows(2))
+            .filter(|(w, _)| w[1] == 2 * w[0])
+            .map(|(_, t)| {
+                format!(
+                    "x{:.2}/x{:.2}",
+                    t[1][k].0 / t[0][k].0,
+                    t[1][k].1 / t[0][k].1
+                )
+            })
+            .collect();
+        println!(" {:>22}", growth.join(" "));
+    }
 }

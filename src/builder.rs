@@ -42,6 +42,14 @@ pub fn generate_with(definitions: &Path, emitters: &[Emitter], settings: &Settin
         .as_ref()
         .map(|r| crate::emit::emit_with(r, emitters, settings, &mut diags));
     let failed = diags.has_errors();
+    // The Rust emitter locates untyped ops relative to the definitions folder (the IR's source
+    // paths); show them as the user named that folder.
+    let root = definitions.to_string_lossy().replace('\\', "/");
+    let diags = diags.map_locations(|code, l| {
+        if code == crate::diag::Code::UntypedOp {
+            l.file = crate::compiler::load::display_path(&root, &l.file);
+        }
+    });
     compiled.diagnostics.extend(diags);
     compiled.diagnostics.sort();
     Generated {

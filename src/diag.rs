@@ -266,6 +266,20 @@ impl Diagnostics {
         self.items.push(d);
     }
 
+    /// The same findings with every location (and related location) rewritten by `f`, which
+    /// is told the finding's code.
+    pub fn map_locations(mut self, f: impl Fn(Code, &mut Location)) -> Diagnostics {
+        for d in &mut self.items {
+            if let Some(l) = d.location.as_mut() {
+                f(d.code, l);
+            }
+            for r in &mut d.related {
+                f(d.code, &mut r.location);
+            }
+        }
+        self
+    }
+
     pub fn extend(&mut self, other: Diagnostics) {
         self.items.extend(other.items);
     }

@@ -293,3 +293,43 @@ fn an_output_folder_nesting_with_the_definitions_is_refused() {
         "nothing was written or removed"
     );
 }
+
+/// Tool names of 240+ characters (the file system's limit is 255 bytes) build: every file name
+/// is short (a readable prefix and a hash), distinct names stay distinct, and links agree.
+#[test]
+fn very_long_names_get_short_hashed_file_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let defs = tmp.path().join("defs");
+    std::fs::create_dir_all(&defs).unwrap();
+    let long = |tail: &str| format!("list_{}_{tail}", "very_long_name".repeat(18));
+    let tools: Vec<serde_json::Value> = ["widgets", "gadgets"]
+        .iter()
+        .map(|t| serde_json::json!({"name": long(t), "description": "Lists things.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}}))
+        .collect();
+    std::fs::write(
+        defs.join("tools.json"),
+        serde_json::to_string(&tools).unwrap(),
+    )
+    .unwrap();
+    let o = toolreg(tmp.path(), &["build", "-d", "defs", "-o", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files = common::snapshot_dir(&tmp.path().join("out"));
+    let longest = files
+        .iter()
+        .flat_map(|(rel, _)| rel.split('/').map(str::len).collect::<Vec<_>>())
+        .max()
+        .unwrap();
+    assert!(longest <= 100, "a file name of {longest} bytes");
+    let op_pages: Vec<&String> = files
+        .iter()
+        .map(|(rel, _)| rel)
+        .filter(|rel| {
+            rel.starts_with("docs/src/")
+                && !rel.ends_with("README.md")
+                && !rel.ends_with("SUMMARY.md")
+        })
+        .collect();
+    assert_eq!(op_pages.len(), 2, "{op_pages:?}");
+    let o = toolreg(tmp.path(), &["check", "-d", "defs", "-o", "out"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

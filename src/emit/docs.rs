@@ -48,10 +48,16 @@ fn short_json(v: &Value) -> String {
 
 /// Where an op's page lives, relative to `src/`.
 pub fn op_path(r: &OpRecord) -> String {
+    let (g, op) = (seg(&r.group), seg(&r.op));
     match &r.entity {
-        Some(e) => format!("{}/{e}/{}.md", r.group, r.op),
-        None => format!("{}/{}.md", r.group, r.op),
+        Some(e) => format!("{g}/{}/{op}.md", seg(e)),
+        None => format!("{g}/{op}.md"),
     }
+}
+
+/// A name as one path segment (long names shortened with a hash; see `emit::path_segment`).
+fn seg(name: &str) -> std::borrow::Cow<'_, str> {
+    super::path_segment(name)
 }
 
 fn pretty(v: &Value) -> String {
@@ -175,7 +181,9 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
     let mut index_groups = Vec::new();
     for (g, node) in &reg.tree {
         let group_ops: Vec<Value> = visible(reg, &node.ops)
-            .map(|r| json!({"op": r.op, "summary": r.summary, "link": format!("{}.md", r.op)}))
+            .map(
+                |r| json!({"op": r.op, "summary": r.summary, "link": format!("{}.md", seg(&r.op))}),
+            )
             .collect();
         let mut entities = Vec::new();
         let mut all_ops = Vec::new();
@@ -184,13 +192,13 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
             if ops.is_empty() {
                 continue;
             }
-            let entity_ops: Vec<Value> = ops.iter().map(|r| json!({"op": r.op, "kind": r.kind.as_str(), "summary": cell(&r.summary), "link": format!("{}.md", r.op)})).collect();
+            let entity_ops: Vec<Value> = ops.iter().map(|r| json!({"op": r.op, "kind": r.kind.as_str(), "summary": cell(&r.summary), "link": format!("{}.md", seg(&r.op))})).collect();
             pages.push((
-                format!("src/{g}/{e}/README.md"),
+                format!("src/{}/{}/README.md", seg(g), seg(e)),
                 "entity.md.hbs",
                 json!({"header": header, "group": g, "entity": e, "summary": en.summary.clone().unwrap_or_default(), "group_link": "../README.md", "ops": entity_ops}),
             ));
-            entities.push(json!({"name": e, "summary": en.summary.clone().unwrap_or_default(), "count": ops.len(), "link": format!("{g}/{e}/README.md"),
+            entities.push(json!({"name": e, "summary": en.summary.clone().unwrap_or_default(), "count": ops.len(), "link": format!("{}/{}/README.md", seg(g), seg(e)),
                 "ops": ops.iter().map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
             all_ops.extend(
                 ops.iter()
@@ -203,10 +211,10 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
         );
         let group_entities: Vec<Value> = entities
             .iter()
-            .map(|e| json!({"name": e["name"], "summary": e["summary"], "count": e["count"], "link": format!("{}/README.md", e["name"].as_str().unwrap_or_default())}))
+            .map(|e| json!({"name": e["name"], "summary": e["summary"], "count": e["count"], "link": format!("{}/README.md", seg(e["name"].as_str().unwrap_or_default()))}))
             .collect();
-        pages.push((format!("src/{g}/README.md"), "group.md.hbs", json!({"header": header, "group": g, "summary": node.summary, "entities": group_entities, "ops": group_ops})));
-        index_groups.push(json!({"name": g, "summary": node.summary, "link": format!("{g}/README.md"), "entities": entities,
+        pages.push((format!("src/{}/README.md", seg(g)), "group.md.hbs", json!({"header": header, "group": g, "summary": node.summary, "entities": group_entities, "ops": group_ops})));
+        index_groups.push(json!({"name": g, "summary": node.summary, "link": format!("{}/README.md", seg(g)), "entities": entities,
             "ops": all_ops, "direct": visible(reg, &node.ops).map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
     }
     for r in reg.ops.values().filter(|r| !r.hidden) {

@@ -21,6 +21,24 @@ pub type FileMap = BTreeMap<String, String>;
 /// The manifest's file name inside an output folder.
 pub const MANIFEST: &str = "toolreg.manifest.json";
 
+/// A name (op, group, entity, profile) as one file or folder name. Names are validated as safe
+/// segments by the compiler; a long one (over 96 bytes; file systems stop at 255, and a
+/// provider-valid tool name may be 64 characters plus a group) keeps a readable 48-byte prefix
+/// and gets a hash of the whole name, so it stays unique and every path stays short.
+pub fn path_segment(name: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 96;
+    const KEEP: usize = 48;
+    if name.len() <= MAX {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut cut = KEEP;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let hash = blake3::hash(name.as_bytes()).to_hex();
+    std::borrow::Cow::Owned(format!("{}-{}", &name[..cut], &hash[..16]))
+}
+
 /// The emitters, in the order their files are listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Emitter {

@@ -307,9 +307,23 @@ fn assemble(
 pub fn emit(reg: &Registry, diags: &mut Diagnostics) -> FileMap {
     let g = generate(reg);
     for (op, why) in &g.fallbacks {
+        // Located at the tool's parameters; the file is relative to the definitions folder
+        // (the builder prefixes it the way the user named that folder).
+        let location = reg.ops.get(op).map(|r| crate::diag::Location {
+            file: r.source.file.clone(),
+            line: None,
+            column: None,
+            pointer: Some(r.source.pointer.clone()),
+        });
+        let mut d = Diagnostic::new(
+            Code::UntypedOp,
+            format!("`{op}` gets untyped arguments (serde_json::Value) in the Rust output: {why}"),
+        );
+        if let Some(l) = location {
+            d = d.at(l);
+        }
         diags.push(
-            Diagnostic::new(Code::UntypedOp, format!("`{op}` gets untyped arguments (serde_json::Value) in the Rust output: {why}"))
-                .help("simplify the schema (typify rejects enums of mixed value types, external $refs, ...), or accept the fallback; --strict makes this an error"),
+            d.help("simplify the schema (typify rejects enums of mixed value types, external $refs, ...), or accept the fallback; --strict makes this an error"),
         );
     }
     FileMap::from([(FILE.to_string(), g.code)])

@@ -33,7 +33,7 @@ pub fn emit(reg: &Registry) -> FileMap {
     for name in reg.profiles.keys() {
         let defs = surfaces::profile(reg, name);
         files.insert(
-            format!("surfaces/profiles/{name}.json"),
+            format!("surfaces/profiles/{}.json", super::path_segment(name)),
             file(reg, &format!("profile {name}"), &defs),
         );
     }
