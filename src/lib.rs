@@ -41,6 +41,8 @@ pub mod emit;
 #[cfg(feature = "compiler")]
 pub mod output;
 #[cfg(feature = "compiler")]
+mod parallel;
+#[cfg(feature = "compiler")]
 pub mod report;
 #[cfg(feature = "compiler")]
 pub mod surfaces;

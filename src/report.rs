@@ -109,35 +109,14 @@ pub fn sizes_of(texts: &[&str]) -> Vec<Size> {
         .flat_map(|i| [(i, true), (i, false)])
         .collect();
     jobs.sort_by_key(|&(i, o200k)| (std::cmp::Reverse(unique[i].len()), i, o200k));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len().max(1));
-    let counts: Vec<(usize, bool, usize)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&(i, o200k)) = jobs.get(k) else {
-                            break done;
-                        };
-                        let t = Tokens::get();
-                        let n = if o200k {
-                            t.o200k(unique[i])
-                        } else {
-                            t.cl100k(unique[i])
-                        };
-                        done.push((i, o200k, n));
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a token counter never panics"))
-            .collect()
+    let counts = crate::parallel::map_in_order(&jobs, |&(i, o200k)| {
+        let t = Tokens::get();
+        let n = if o200k {
+            t.o200k(unique[i])
+        } else {
+            t.cl100k(unique[i])
+        };
+        (i, o200k, n)
     });
     let mut sizes: Vec<Size> = unique
         .iter()

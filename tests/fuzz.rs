@@ -270,9 +270,6 @@ proptest! {
                 .filter(|d| d.location.is_none())
                 .map(|d| format!("{}: {}", d.code, d.message))
                 .collect();
-            if std::env::var_os("TOOLREG_FUZZ_STATS").is_some() {
-                eprintln!("fuzz: {} diagnostics, files: {} {:?}", g.compiled.diagnostics.iter().count(), g.files.as_ref().map_or(0, |f| f.len()), g.compiled.diagnostics.iter().filter(|d| d.severity == toolreg::diag::Severity::Error).map(|d| d.code.as_str()).collect::<Vec<_>>());
-            }
             if let Some(files) = g.files {
                 toolreg::output::write(&out2, &files, toolreg::output::Ownership::Folder)
                     .map_err(|d| d.message)

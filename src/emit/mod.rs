@@ -135,32 +135,10 @@ pub fn emit_with(
     // first, then merge files and diagnostics in emitter order so output stays byte-identical.
     let mut order: Vec<usize> = (0..emitters.len()).collect();
     order.sort_by_key(|&i| emitters[i].cost_rank());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(emitters.len().max(1));
-    let mut results: Vec<(usize, FileMap, Diagnostics)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&i) = order.get(k) else { break done };
-                        let mut d = Diagnostics::default();
-                        let files = emitters[i].emit(reg, settings, &mut d);
-                        done.push((i, files, d));
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| match h.join() {
-                Ok(done) => done,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
+    let mut results = crate::parallel::map_in_order(&order, |&i| {
+        let mut d = Diagnostics::default();
+        let files = emitters[i].emit(reg, settings, &mut d);
+        (i, files, d)
     });
     results.sort_by_key(|(i, _, _)| *i);
     let mut files = FileMap::new();

@@ -518,7 +518,21 @@ impl Gateway {
                 op,
             ));
         }
-        // 3. Arguments.
+        // 3. Arguments. Depth first, before anything walks them recursively (a clone, a
+        // serialization into an error, a validator).
+        if let Some(depth) = call
+            .args
+            .as_ref()
+            .and_then(|a| nesting_beyond(a, MAX_ARGS_DEPTH))
+        {
+            return Err(fail(
+                op,
+                codes::MALFORMED_ARGS,
+                format!("`args` nest more than {MAX_ARGS_DEPTH} levels deep (at least {depth})"),
+                json!({"max_depth": MAX_ARGS_DEPTH}),
+                op,
+            ));
+        }
         let mut args = match &call.args {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(Value::String(raw)) => match serde_json::from_str::<Value>(raw) {
@@ -545,21 +559,7 @@ impl Gateway {
                     ));
                 }
             },
-            Some(v @ Value::Object(_)) => {
-                // Checked before anything walks it recursively (a clone, a validator).
-                if let Some(depth) = nesting_beyond(v, MAX_ARGS_DEPTH) {
-                    return Err(fail(
-                        op,
-                        codes::MALFORMED_ARGS,
-                        format!(
-                            "`args` nest more than {MAX_ARGS_DEPTH} levels deep (at least {depth})"
-                        ),
-                        json!({"max_depth": MAX_ARGS_DEPTH}),
-                        op,
-                    ));
-                }
-                v.clone()
-            }
+            Some(v @ Value::Object(_)) => v.clone(),
             Some(other) => {
                 return Err(fail(
                     op,
@@ -657,18 +657,13 @@ impl Gateway {
         scope: &Scope,
         warnings: &mut Vec<String>,
     ) -> Result<Done, Failure> {
-        if call
-            .args
-            .as_ref()
-            .is_some_and(|a| nesting_beyond(a, MAX_ARGS_DEPTH).is_some())
-        {
-            // prepare answers MALFORMED_ARGS; the hostile value is then taken apart without
-            // recursion (serde_json drops nested values recursively).
-            let outcome = self.prepare_inner(&call, scope, warnings);
+        let prepared = self.prepare_inner(&call, scope, warnings);
+        // Refused arguments may be hostile nesting: take them apart without recursion
+        // (serde_json drops nested values recursively).
+        if prepared.is_err() {
             drop_iteratively(call.args.take());
-            outcome?;
         }
-        let (op, args) = self.prepare_inner(&call, scope, warnings)?;
+        let (op, args) = prepared?;
         let record = &self.registry.ops[&op];
         let dry_run = call.dry_run.unwrap_or(record.dry_run_default);
         if dry_run {
