@@ -114,6 +114,7 @@ impl serde::Serialize for HeaderOf<'_> {
             budgets,
             synonyms,
             clusters,
+            upstreams,
         } = r;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("budgets", budgets)?;
@@ -130,6 +131,10 @@ impl serde::Serialize for HeaderOf<'_> {
         m.serialize_entry("registry_version", registry_version)?;
         m.serialize_entry("synonyms", synonyms)?;
         m.serialize_entry("tree", tree)?;
+        // Only catalogs with upstreams carry the key, so other registries keep their bytes.
+        if !upstreams.is_empty() {
+            m.serialize_entry("upstreams", upstreams)?;
+        }
         m.end()
     }
 }

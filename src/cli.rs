@@ -193,6 +193,14 @@ enum Command {
         #[arg(long)]
         stdout: bool,
     },
+    /// Snapshot a live MCP server's tools into the definitions (`import mcp NAME -- CMD ARGS...`),
+    /// or check every recorded server against its snapshot (`import --check`)
+    #[cfg(feature = "mcp")]
+    Import(crate::cli_mcp::ImportArgs),
+    /// Serve the compiled gateway as an MCP server (stdio), forwarding calls of imported tools
+    /// to the servers they came from
+    #[cfg(feature = "mcp")]
+    Serve(crate::cli_mcp::ServeArgs),
     /// Report diagnostics only; exit 1 when any is an error
     Lint {
         #[command(flatten)]
@@ -560,6 +568,10 @@ pub fn run() -> ExitCode {
             fail_on,
             no_cache,
         } => diff(old, new, base, format, fail_on, no_cache),
+        #[cfg(feature = "mcp")]
+        Command::Import(args) => crate::cli_mcp::import(args),
+        #[cfg(feature = "mcp")]
+        Command::Serve(args) => crate::cli_mcp::serve(args),
         Command::Lint { defs, format } => {
             let g = generate(&defs.definitions, &[]);
             let diags = &g.compiled.diagnostics;

@@ -99,6 +99,8 @@ codes! {
     // Emitters.
     UntypedOp = "TR070", Warning, "an op's schema could not be typed in the Rust output and falls back to serde_json::Value";
     Template = "TR071", Error, "a docs template cannot be read, parsed or rendered";
+    // MCP upstreams.
+    UpstreamInvalid = "TR080", Error, "an [upstreams] entry in toolreg.toml is invalid or has no snapshot file";
     // Writing output.
     OutputIo = "TR050", Error, "the output folder could not be written";
     OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";

@@ -25,6 +25,13 @@ pub mod resolve;
 pub mod schema;
 pub mod text;
 
+/// The compiled gateway as an MCP server (feature `mcp`).
+#[cfg(feature = "mcp")]
+pub mod serve;
+/// MCP clients of upstream servers: import and forwarding (feature `mcp`).
+#[cfg(feature = "mcp")]
+pub mod upstream;
+
 #[cfg(feature = "runtime")]
 pub mod runtime;
 

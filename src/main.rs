@@ -1,6 +1,8 @@
 //! The `toolreg` command. All logic lives in the library; this only maps it to exit codes.
 
 mod cli;
+#[cfg(feature = "mcp")]
+mod cli_mcp;
 
 use std::process::ExitCode;
 

@@ -314,6 +314,31 @@ pub struct Registry {
     pub synonyms: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     pub clusters: BTreeMap<String, Cluster>,
+    /// MCP servers whose tools this catalog imported (`toolreg import mcp`), by name; `toolreg
+    /// serve` forwards calls of their ops to them. Absent when there are none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub upstreams: BTreeMap<String, Upstream>,
+}
+
+/// An MCP server a catalog's tools came from: a command to start (stdio) or a URL (streamable
+/// HTTP). Its ops are those defined in `file` (`NAME.mcp.json`); calls keep the tool's name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Upstream {
+    /// The definitions file holding its tools/list snapshot.
+    #[serde(default)]
+    pub file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Names of environment variables the server needs (values come from the environment).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Per-call time limit in milliseconds (default 30,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// Why a registry could not be loaded.

@@ -151,8 +151,14 @@ pub fn assemble(
     }
     let mut profiles = profiles;
     // Profiles are a team's choice of contexts: drafted only for a catalog with no overlay at all
+    // (or one that only records where imported tools came from, `[upstreams]`)
     // (an overlay without `[profiles]` means none), one per group when there are several.
-    if infer && lo.text.trim().is_empty() && tree.len() >= 2 {
+    let no_taxonomy = lo.text.trim().is_empty()
+        || lo
+            .text
+            .parse::<toml::Table>()
+            .is_ok_and(|t| t.keys().all(|k| k == "upstreams"));
+    if infer && no_taxonomy && tree.len() >= 2 {
         profiles = group_profiles(&tree);
     }
 
@@ -171,6 +177,7 @@ pub fn assemble(
     };
     let gateway = gateway_names(overlay);
     check_gateway_names(&gateway, &ops, lo, diags);
+    let upstreams = upstreams(&ops, lo, diags);
     let mut reg = Registry {
         name: overlay
             .registry
@@ -188,6 +195,7 @@ pub fn assemble(
         gateway,
         synonyms,
         clusters,
+        upstreams,
         budgets: Budgets {
             tool_tokens: overlay.budgets.tool_tokens,
             profile_tokens: overlay.budgets.profile_tokens,
@@ -507,6 +515,66 @@ fn select_ops(
         chosen.extend(hits.into_iter().cloned());
     }
     chosen
+}
+
+/// `[upstreams.NAME]` -> the registry's upstreams. NAME is a safe name, exactly one of `command`
+/// and `url` is given, and `NAME.mcp.json` defines at least one tool.
+fn upstreams(
+    ops: &BTreeMap<String, OpRecord>,
+    lo: &LoadedOverlay,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, crate::registry::Upstream> {
+    let mut out = BTreeMap::new();
+    for (name, spec) in &lo.overlay.upstreams {
+        let loc = lo.loc(name.span());
+        let name = name.get_ref();
+        let file = format!("{name}.mcp.json");
+        let shown = name.escape_debug();
+        let problem = if !safe_name(name) {
+            Some("is not one safe name (letters, digits, `_`, `-`; at most 64)".to_string())
+        } else if spec.command.is_some() == spec.url.is_some() {
+            Some("needs exactly one of `command` (stdio) and `url` (streamable HTTP)".to_string())
+        } else if spec.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
+            Some("has an empty `command`".to_string())
+        } else if spec
+            .url
+            .as_deref()
+            .is_some_and(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+        {
+            Some("has a `url` that is not http:// or https://".to_string())
+        } else if spec.timeout_ms == Some(0) {
+            Some("has `timeout_ms = 0`".to_string())
+        } else if !ops.values().any(|r| r.source.file == file) {
+            Some(format!(
+                "has no tools: no definitions file `{file}` defines any"
+            ))
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            diags.push(
+                Diagnostic::new(Code::UpstreamInvalid, format!("[upstreams.{shown}] {p}"))
+                    .at(loc)
+                    .help("`toolreg import mcp NAME -- CMD ARGS...` writes both the snapshot and this entry"),
+            );
+            continue;
+        }
+        let mut env = spec.env.clone();
+        env.sort();
+        env.dedup();
+        out.insert(
+            name.clone(),
+            crate::registry::Upstream {
+                file,
+                command: spec.command.clone(),
+                args: spec.args.clone(),
+                env,
+                url: spec.url.clone(),
+                timeout_ms: spec.timeout_ms,
+            },
+        );
+    }
+    out
 }
 
 fn clusters(

@@ -64,6 +64,24 @@ pub struct Overlay {
     /// Clusters of ops for per-turn tool selection, with trigger phrases.
     #[serde(default)]
     pub clusters: BTreeMap<Spanned<String>, ClusterSpec>,
+    /// MCP servers the catalog's `NAME.mcp.json` files were imported from (`toolreg import mcp`).
+    #[serde(default)]
+    pub upstreams: BTreeMap<Spanned<String>, UpstreamSpec>,
+}
+
+/// `[upstreams.NAME]`: how to reach the MCP server whose tools are in `NAME.mcp.json`; either a
+/// command (stdio) or a streamable HTTP `url`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSpec {
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables the server needs, by name only (never values).
+    #[serde(default)]
+    pub env: Vec<String>,
+    pub url: Option<String>,
+    pub timeout_ms: Option<u64>,
 }
 
 /// A cluster: ops offered together when a trigger phrase appears in the user's message, or by

@@ -1,0 +1,415 @@
+//! `toolreg serve`: the compiled gateway as an MCP server.
+//!
+//! `tools/list` is one generated surface (`surfaces/gateway.json`, `direct.json` or a profile),
+//! tool for tool: the same names, descriptions and parameter schemas, stamped with the registry
+//! version in `_meta`. Never varies per connection. `tools/call` goes through the runtime
+//! [`Gateway`] (resolve, scope, aliases, validation, dry run, idempotency, envelopes); an op
+//! whose tool came from an upstream MCP server is forwarded there under its own tool name, and
+//! the upstream's result (its `isError` results too) is returned as it is. Failures are
+//! `isError: true` results carrying the toolreg envelope; JSON-RPC errors are kept for protocol
+//! faults (an unknown tool name).
+
+mod pool;
+
+pub use pool::Pool;
+
+use crate::help::HelpRequest;
+use crate::registry::Registry;
+use crate::runtime::search::SearchRequest;
+use crate::runtime::{Envelope, ExecCall, Gateway, HandlerError, Options, Scope};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Error codes of the envelopes only the MCP server produces (beside the runtime's).
+pub mod codes {
+    /// The upstream could not be started or died during the call.
+    pub const UPSTREAM_UNAVAILABLE: &str = "UPSTREAM_UNAVAILABLE";
+    /// The upstream did not answer within its time limit.
+    pub const UPSTREAM_TIMEOUT: &str = "UPSTREAM_TIMEOUT";
+}
+
+/// Which generated surface the server lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SurfaceChoice {
+    Gateway,
+    Direct,
+    Profile(String),
+}
+
+impl std::str::FromStr for SurfaceChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "gateway" => Ok(SurfaceChoice::Gateway),
+            "direct" => Ok(SurfaceChoice::Direct),
+            _ => match s.strip_prefix("profile:") {
+                Some(p) if !p.is_empty() => Ok(SurfaceChoice::Profile(p.to_string())),
+                _ => Err(format!(
+                    "`{s}` is not a surface; use gateway, direct or profile:NAME"
+                )),
+            },
+        }
+    }
+}
+
+/// Why a server could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Gateway(#[from] crate::runtime::GatewayError),
+    #[error("cannot read the surface `{path}`: {message}")]
+    Surface { path: String, message: String },
+    #[error("no profile `{name}` in the registry (profiles: {known})")]
+    UnknownProfile { name: String, known: String },
+}
+
+/// The MCP server over one compiled registry folder.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    gateway: Gateway,
+    tools: Vec<Tool>,
+    tool_names: std::collections::HashSet<String>,
+    version: String,
+    pool: Arc<Pool>,
+}
+
+impl Server {
+    /// Loads `registry.json`, `help.json` and the chosen surface from `dir`, and registers a
+    /// forwarding handler for every op an upstream owns.
+    pub fn load(dir: &Path, surface: &SurfaceChoice) -> Result<Server, ServeError> {
+        let read = |name: &str| {
+            let path = dir.join(name);
+            std::fs::read(&path).map_err(|source| crate::runtime::GatewayError::Io {
+                path: path.display().to_string(),
+                source,
+            })
+        };
+        let reg = Registry::from_slice(&read("registry.json")?)
+            .map_err(crate::runtime::GatewayError::Registry)?;
+        let help = crate::help::HelpDoc::from_slice(&read("help.json")?)
+            .map_err(crate::runtime::GatewayError::Help)?;
+        let scope = match surface {
+            SurfaceChoice::Profile(name) => {
+                Scope::profile(&reg, name).ok_or_else(|| ServeError::UnknownProfile {
+                    name: name.clone(),
+                    known: reg.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+                })?
+            }
+            _ => Scope::all(),
+        };
+        let tools = read_surface(&surface_file(dir, &reg, surface)?)?;
+        let version = reg.registry_version.clone();
+        let pool = Arc::new(Pool::new(reg.upstreams.clone()));
+        let owned = upstream_ops(&reg);
+        let mut gateway = Gateway::with_options(
+            reg,
+            help,
+            Options {
+                scope,
+                ..Options::default()
+            },
+        )?;
+        for (op, (upstream, tool)) in owned {
+            let pool = Arc::clone(&pool);
+            gateway
+                .handle(&op, move |args| {
+                    let (pool, upstream, tool) =
+                        (Arc::clone(&pool), upstream.clone(), tool.clone());
+                    async move { forward(&pool, &upstream, &tool, args).await }
+                })
+                .map_err(ServeError::Gateway)?;
+        }
+        let tool_names = tools.iter().map(|t| t.name.to_string()).collect();
+        Ok(Server {
+            inner: Arc::new(Inner {
+                gateway,
+                tools,
+                tool_names,
+                version,
+                pool,
+            }),
+        })
+    }
+
+    /// The upstream sessions (to start them eagerly or stop them all).
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.inner.pool
+    }
+
+    /// The tools `tools/list` answers.
+    pub fn tools(&self) -> &[Tool] {
+        &self.inner.tools
+    }
+
+    /// Answers one `tools/call`. `Err` only for a tool name the surface does not list.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Option<Map<String, Value>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let inner = &self.inner;
+        if !inner.tool_names.contains(name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{}`; tools/list names the tools of this server",
+                    crate::diag::escape_controls(name)
+                ),
+                None,
+            ));
+        }
+        let reg = inner.gateway.registry();
+        let args = Value::Object(args.unwrap_or_default());
+        if name == reg.gateway.help {
+            return Ok(match serde_json::from_value::<HelpRequest>(args) {
+                Ok(req) => json_result(&inner.gateway.help(&req), false),
+                Err(e) => bad_gateway_args(name, e),
+            });
+        }
+        if name == reg.gateway.search {
+            return Ok(match serde_json::from_value::<SearchRequest>(args) {
+                Ok(req) => json_result(&inner.gateway.search(&req), false),
+                Err(e) => bad_gateway_args(name, e),
+            });
+        }
+        let call = if name == reg.gateway.exec {
+            ExecCall::from_value(&args)
+        } else {
+            // A typed tool of the direct or a profile surface: the tool name is the op.
+            ExecCall {
+                op: name.to_string(),
+                args: Some(args),
+                ..Default::default()
+            }
+        };
+        let envelope = inner.gateway.exec(call).await;
+        Ok(self.answer(envelope))
+    }
+
+    /// An envelope as an MCP result: an upstream's own result passes through (with the
+    /// envelope's op, trace and warnings in `_meta`); everything else is the envelope itself.
+    fn answer(&self, envelope: Envelope) -> CallToolResult {
+        if envelope.ok && !envelope.meta.dry_run {
+            if let Some(forwarded) = envelope
+                .result
+                .as_ref()
+                .and_then(|r| r.get(FORWARDED))
+                .and_then(|r| serde_json::from_value::<CallToolResult>(r.clone()).ok())
+            {
+                let mut result = forwarded;
+                let mut meta = result.meta.take().unwrap_or_default();
+                meta.0.insert(
+                    "toolreg".into(),
+                    json!({"op": envelope.op, "trace_id": envelope.meta.trace_id, "warnings": envelope.meta.warnings, "registry_version": self.inner.version}),
+                );
+                result.meta = Some(meta);
+                return result;
+            }
+        }
+        let failed = !envelope.ok;
+        json_result(&envelope.to_json(), failed)
+    }
+}
+
+/// The key under which a forwarding handler returns the upstream's result.
+const FORWARDED: &str = "mcp_result";
+
+async fn forward(
+    pool: &Pool,
+    upstream: &str,
+    tool: &str,
+    args: Value,
+) -> Result<Value, HandlerError> {
+    let args = match args {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let result = pool.call(upstream, tool, args).await?;
+    let value = serde_json::to_value(&result).map_err(|e| {
+        HandlerError::internal(format!("the upstream's result did not serialize: {e}"))
+    })?;
+    Ok(json!({ FORWARDED: value }))
+}
+
+fn json_result(v: &impl serde::Serialize, is_error: bool) -> CallToolResult {
+    let value = serde_json::to_value(v).unwrap_or(Value::Null);
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    let mut r = if is_error {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    r.structured_content = Some(value);
+    r
+}
+
+/// A help or search call whose arguments do not fit: an envelope like exec's.
+fn bad_gateway_args(tool: &str, e: serde_json::Error) -> CallToolResult {
+    let envelope = json!({
+        "op": tool,
+        "ok": false,
+        "error": {
+            "code": crate::runtime::codes::VALIDATION_ERROR,
+            "message": format!("the arguments of `{tool}` do not fit its schema: {e}"),
+            "details": {"field_errors": []},
+            "help_path": "root",
+        },
+    });
+    json_result(&envelope, true)
+}
+
+/// op -> (upstream, the tool's own name), for every op defined in an upstream's snapshot file.
+fn upstream_ops(reg: &Registry) -> Vec<(String, (String, String))> {
+    let by_file: std::collections::HashMap<&str, &str> = reg
+        .upstreams
+        .iter()
+        .map(|(name, u)| (u.file.as_str(), name.as_str()))
+        .collect();
+    reg.ops
+        .values()
+        .filter_map(|r| {
+            by_file
+                .get(r.source.file.as_str())
+                .map(|up| (r.op.clone(), (up.to_string(), r.tool_name.clone())))
+        })
+        .collect()
+}
+
+fn surface_file(
+    dir: &Path,
+    reg: &Registry,
+    surface: &SurfaceChoice,
+) -> Result<PathBuf, ServeError> {
+    let surfaces = dir.join("surfaces");
+    Ok(match surface {
+        SurfaceChoice::Gateway => surfaces.join("gateway.json"),
+        SurfaceChoice::Direct => surfaces.join("direct.json"),
+        SurfaceChoice::Profile(name) => {
+            if !reg.profiles.contains_key(name) {
+                return Err(ServeError::UnknownProfile {
+                    name: name.clone(),
+                    known: reg.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+                });
+            }
+            // Long names get hashed file names; the header names the profile either way.
+            let want = format!("profile {name}");
+            let folder = surfaces.join("profiles");
+            let entries = std::fs::read_dir(&folder).map_err(|e| ServeError::Surface {
+                path: folder.display().to_string(),
+                message: e.to_string(),
+            })?;
+            let mut paths: Vec<PathBuf> =
+                entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            paths.sort();
+            paths
+                .into_iter()
+                .find(|p| {
+                    std::fs::read(p)
+                        .ok()
+                        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                        .is_some_and(|v| v.get("surface").and_then(Value::as_str) == Some(&want))
+                })
+                .ok_or_else(|| ServeError::Surface {
+                    path: folder.display().to_string(),
+                    message: format!(
+                        "no surface file for the profile `{name}`; run `toolreg build`"
+                    ),
+                })?
+        }
+    })
+}
+
+/// The surface's tools as MCP tools: name, description and `inputSchema` = the parameters.
+fn read_surface(path: &Path) -> Result<Vec<Tool>, ServeError> {
+    let err = |message: String| ServeError::Surface {
+        path: path.display().to_string(),
+        message,
+    };
+    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    let doc: Value = serde_json::from_slice(&bytes).map_err(|e| err(e.to_string()))?;
+    let tools = doc
+        .get("tools")
+        .and_then(Value::as_array)
+        .ok_or_else(|| err("has no `tools` array".into()))?;
+    tools
+        .iter()
+        .map(|t| {
+            let f = t.get("function").unwrap_or(t);
+            let tool = json!({
+                "name": f.get("name"),
+                "description": f.get("description"),
+                "inputSchema": f.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"})),
+            });
+            serde_json::from_value::<Tool>(tool).map_err(|e| err(format!("a tool does not fit MCP: {e}")))
+        })
+        .collect()
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("toolreg", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut result = ListToolsResult::with_all_items(self.inner.tools.clone());
+        let mut meta = MetaObject::default();
+        meta.0
+            .insert("toolreg/registry_version".into(), json!(self.inner.version));
+        result.meta = Some(meta);
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(&request.name, request.arguments)
+            .await
+            .map(CallToolResponse::from)
+    }
+}
+
+/// Serves over stdin/stdout until the client disconnects or SIGTERM/SIGINT arrives, then stops
+/// every upstream (no orphans).
+pub async fn run_stdio(server: Server, eager: bool) -> Result<(), String> {
+    if eager {
+        server.pool().start_all().await;
+    }
+    let running = rmcp::service::serve_server(server.clone(), rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+    let token = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    #[cfg(unix)]
+    let terminated = term.recv();
+    #[cfg(not(unix))]
+    let terminated = std::future::pending::<Option<()>>();
+    tokio::select! {
+        _ = &mut waiting => {}
+        _ = terminated => { token.cancel(); }
+        _ = tokio::signal::ctrl_c() => { token.cancel(); }
+    }
+    server.pool().shutdown_all().await;
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! One long-lived session per upstream, started on first use (or all at once with `--eager`).
+//! A session that dies is reported as UPSTREAM_UNAVAILABLE on the call that saw it and started
+//! again for the next call; repeated start failures back off (0.25 s doubling, at most 10 s).
+
+use super::codes::{UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE};
+use crate::registry::Upstream;
+use crate::runtime::HandlerError;
+use crate::upstream::{Session, UpstreamError};
+use rmcp::model::CallToolResult;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+#[derive(Default)]
+struct Slot {
+    session: Option<Arc<Session>>,
+    /// Start failures in a row.
+    failures: u32,
+    /// No new start before this moment.
+    not_before: Option<Instant>,
+    /// Sessions started so far (1 = never restarted).
+    starts: u64,
+}
+
+pub struct Pool {
+    specs: BTreeMap<String, Upstream>,
+    slots: BTreeMap<String, Mutex<Slot>>,
+}
+
+impl Pool {
+    pub fn new(specs: BTreeMap<String, Upstream>) -> Pool {
+        let slots = specs
+            .keys()
+            .map(|k| (k.clone(), Mutex::default()))
+            .collect();
+        Pool { specs, slots }
+    }
+
+    /// Starts every upstream now; failures are printed and retried on first use.
+    pub async fn start_all(&self) {
+        for name in self.specs.keys() {
+            if let Err(e) = self.session(name).await {
+                eprintln!("warning: {}", e.message);
+            }
+        }
+    }
+
+    /// How many sessions an upstream has had (for tests and logs).
+    pub async fn starts(&self, name: &str) -> u64 {
+        match self.slots.get(name) {
+            Some(slot) => slot.lock().await.starts,
+            None => 0,
+        }
+    }
+
+    async fn session(&self, name: &str) -> Result<Arc<Session>, HandlerError> {
+        let (Some(spec), Some(slot)) = (self.specs.get(name), self.slots.get(name)) else {
+            return Err(HandlerError::new(
+                UPSTREAM_UNAVAILABLE,
+                format!("no upstream `{name}` in the registry"),
+            ));
+        };
+        let mut slot = slot.lock().await;
+        if let Some(s) = &slot.session {
+            if !s.is_closed() {
+                return Ok(Arc::clone(s));
+            }
+            // It died between calls: this call is the one that saw it.
+            slot.session = None;
+            return Err(unavailable(
+                name,
+                "the server exited; it is restarted on the next call".into(),
+            ));
+        }
+        if let Some(t) = slot.not_before {
+            let now = Instant::now();
+            if t > now {
+                return Err(unavailable(
+                    name,
+                    format!(
+                        "it failed to start {} time(s); next try in {} ms",
+                        slot.failures,
+                        (t - now).as_millis()
+                    ),
+                ));
+            }
+        }
+        match Session::start(name, spec).await {
+            Ok(s) => {
+                let s = Arc::new(s);
+                slot.session = Some(Arc::clone(&s));
+                slot.failures = 0;
+                slot.not_before = None;
+                slot.starts += 1;
+                Ok(s)
+            }
+            Err(e) => {
+                slot.failures += 1;
+                let backoff = FIRST_BACKOFF
+                    .saturating_mul(1 << (slot.failures - 1).min(6))
+                    .min(MAX_BACKOFF);
+                slot.not_before = Some(Instant::now() + backoff);
+                Err(from_upstream(name, e))
+            }
+        }
+    }
+
+    /// Calls `tool` on `upstream`. A dead session is dropped so the next call starts a new one.
+    pub async fn call(
+        &self,
+        upstream: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<CallToolResult, HandlerError> {
+        let session = self.session(upstream).await?;
+        match session.call(tool, args).await {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                if !e.is_timeout() || session.is_closed() {
+                    let mut slot = self.slots[upstream].lock().await;
+                    if slot
+                        .session
+                        .as_ref()
+                        .is_some_and(|s| Arc::ptr_eq(s, &session))
+                    {
+                        slot.session = None;
+                    }
+                }
+                Err(from_upstream(upstream, e))
+            }
+        }
+    }
+
+    /// Stops every session and its process group.
+    pub async fn shutdown_all(&self) {
+        for slot in self.slots.values() {
+            let session = slot.lock().await.session.take();
+            if let Some(s) = session {
+                match Arc::try_unwrap(s) {
+                    Ok(s) => s.shutdown().await,
+                    Err(shared) => drop(shared),
+                }
+            }
+        }
+    }
+}
+
+fn unavailable(name: &str, why: String) -> HandlerError {
+    HandlerError::new(
+        UPSTREAM_UNAVAILABLE,
+        format!("the upstream MCP server `{name}` is unavailable: {why}"),
+    )
+    .with_details(json!({"upstream": name}))
+}
+
+fn from_upstream(name: &str, e: UpstreamError) -> HandlerError {
+    let code = if e.is_timeout() {
+        UPSTREAM_TIMEOUT
+    } else {
+        UPSTREAM_UNAVAILABLE
+    };
+    HandlerError::new(code, e.to_string()).with_details(json!({"upstream": name}))
+}

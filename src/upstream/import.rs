@@ -1,0 +1,356 @@
+//! `toolreg import mcp`: snapshot a live server's `tools/list` into `DEFS/NAME.mcp.json` and
+//! record how to reach it under `[upstreams.NAME]` in `DEFS/toolreg.toml`; `import --check`
+//! compares every recorded upstream's live tools with its committed snapshot (drift).
+
+use super::{Session, UpstreamError};
+use crate::compiler::overlay::OVERLAY_FILE;
+use crate::registry::Upstream;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    #[error("`{0}` is not one safe name (letters, digits, `_`, `-`; at most 64); it names the file `NAME.mcp.json` and the `[upstreams.NAME]` table")]
+    BadName(String),
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+    #[error(
+        "{path}: no upstreams are recorded; add one with `toolreg import mcp NAME -- CMD ARGS...`"
+    )]
+    NoUpstreams { path: String },
+}
+
+/// What an import wrote.
+#[derive(Debug)]
+pub struct Imported {
+    pub file: PathBuf,
+    pub tools: usize,
+    pub server: String,
+    pub overlay: PathBuf,
+}
+
+fn safe_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn file_error(path: &Path, message: impl std::fmt::Display) -> ImportError {
+    ImportError::File {
+        path: path.display().to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// The snapshot file's bytes: tools sorted by name, keys sorted (schemas keep their property
+/// order), a `_source` note beside them; pretty, LF, final newline.
+pub fn snapshot_text(name: &str, server: &str, tools: &[Value]) -> String {
+    let mut tools = tools.to_vec();
+    tools.sort_by(|a, b| tool_name(a).cmp(tool_name(b)));
+    let doc = json!({
+        "_source": format!("tools/list of the MCP server `{name}` ({server}), written by `toolreg import mcp`; refresh with the same command, check with `toolreg import --check`"),
+        "tools": tools,
+    });
+    crate::canonical::to_pretty(&crate::canonical::sort_keys_except(
+        &doc,
+        &["inputSchema", "outputSchema"],
+    ))
+}
+
+fn tool_name(v: &Value) -> &str {
+    v.get("name").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Imports one server: lists its tools, writes the snapshot and the overlay entry.
+pub async fn import(name: &str, defs: &Path, spec: &Upstream) -> Result<Imported, ImportError> {
+    if !safe_name(name) {
+        return Err(ImportError::BadName(crate::diag::escape_controls(name)));
+    }
+    let session = Session::start(name, spec).await?;
+    let listed = session.list_tools().await;
+    let server = session.server.clone();
+    session.shutdown().await;
+    let tools = listed?;
+    std::fs::create_dir_all(defs).map_err(|e| file_error(defs, e))?;
+    let file = defs.join(format!("{name}.mcp.json"));
+    write_atomically(&file, &snapshot_text(name, &server, &tools))?;
+    let overlay = defs.join(OVERLAY_FILE);
+    record_upstream(&overlay, name, spec)?;
+    Ok(Imported {
+        file,
+        tools: tools.len(),
+        server,
+        overlay,
+    })
+}
+
+fn write_atomically(path: &Path, text: &str) -> Result<(), ImportError> {
+    let tmp = path.with_extension("json.toolreg-import");
+    std::fs::write(&tmp, text).map_err(|e| file_error(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        file_error(path, e)
+    })
+}
+
+/// Sets `[upstreams.NAME]` in the overlay (created when missing), keeping everything else in
+/// the file as it was (comments, order, formatting); a `timeout_ms` already there is kept.
+pub fn record_upstream(overlay: &Path, name: &str, spec: &Upstream) -> Result<(), ImportError> {
+    use toml_edit::{value, Array, DocumentMut, Item, Table};
+    let text = match std::fs::read_to_string(overlay) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(file_error(overlay, e)),
+    };
+    let mut doc: DocumentMut = text.parse().map_err(|e| {
+        file_error(
+            overlay,
+            format!("is not valid TOML, so the upstream could not be recorded: {e}"),
+        )
+    })?;
+    let upstreams = doc
+        .entry("upstreams")
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| file_error(overlay, "`upstreams` is not a table"))?;
+    let old_timeout = upstreams
+        .get(name)
+        .and_then(|t| t.get("timeout_ms"))
+        .and_then(Item::as_integer);
+    let mut entry = Table::new();
+    let strings = |items: &[String]| {
+        let mut a = Array::new();
+        for i in items {
+            a.push(i.as_str());
+        }
+        value(a)
+    };
+    if let Some(c) = &spec.command {
+        entry.insert("command", value(c.as_str()));
+        entry.insert("args", strings(&spec.args));
+    }
+    if let Some(u) = &spec.url {
+        entry.insert("url", value(u.as_str()));
+    }
+    if !spec.env.is_empty() {
+        entry.insert("env", strings(&spec.env));
+    }
+    if let Some(t) = spec.timeout_ms.map(|t| t as i64).or(old_timeout) {
+        entry.insert("timeout_ms", value(t));
+    }
+    upstreams.insert(name, Item::Table(entry));
+    write_atomically_text(overlay, &doc.to_string())
+}
+
+fn write_atomically_text(path: &Path, text: &str) -> Result<(), ImportError> {
+    let tmp = path.with_extension("toml.toolreg-import");
+    std::fs::write(&tmp, text).map_err(|e| file_error(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        file_error(path, e)
+    })
+}
+
+/// The upstreams recorded in the overlay (read leniently: only `[upstreams]` matters here; the
+/// compiler checks the rest).
+pub fn recorded_upstreams(defs: &Path) -> Result<BTreeMap<String, Upstream>, ImportError> {
+    let path = defs.join(OVERLAY_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| file_error(&path, e))?;
+    let table: toml::Table = text.parse().map_err(|e| file_error(&path, e))?;
+    let Some(ups) = table.get("upstreams") else {
+        return Err(ImportError::NoUpstreams {
+            path: path.display().to_string(),
+        });
+    };
+    let ups: BTreeMap<String, Upstream> = ups
+        .clone()
+        .try_into()
+        .map_err(|e| file_error(&path, format!("[upstreams]: {e}")))?;
+    Ok(ups
+        .into_iter()
+        .map(|(name, mut u)| {
+            u.file = format!("{name}.mcp.json");
+            (name, u)
+        })
+        .collect())
+}
+
+/// How one upstream's live tools differ from its snapshot.
+#[derive(Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Drift {
+    pub upstream: String,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Tool name -> the parts that changed (`description`, `inputSchema`, `annotations`, ...).
+    pub changed: BTreeMap<String, Vec<String>>,
+}
+
+impl Drift {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// Compares two tool lists by name and by each field of a tool.
+pub fn drift(upstream: &str, committed: &[Value], live: &[Value]) -> Drift {
+    let by_name = |tools: &[Value]| -> BTreeMap<String, Value> {
+        tools
+            .iter()
+            .map(|t| (tool_name(t).to_string(), crate::canonical::sort_keys(t)))
+            .collect()
+    };
+    let (old, new) = (by_name(committed), by_name(live));
+    let mut d = Drift {
+        upstream: upstream.into(),
+        ..Default::default()
+    };
+    for (name, tool) in &new {
+        match old.get(name) {
+            None => d.added.push(name.clone()),
+            Some(before) if before != tool => {
+                let keys: std::collections::BTreeSet<&String> = before
+                    .as_object()
+                    .into_iter()
+                    .chain(tool.as_object())
+                    .flat_map(|o| o.keys())
+                    .collect();
+                let parts = keys
+                    .into_iter()
+                    .filter(|k| before.get(k.as_str()) != tool.get(k.as_str()))
+                    .cloned()
+                    .collect();
+                d.changed.insert(name.clone(), parts);
+            }
+            Some(_) => {}
+        }
+    }
+    d.removed = old
+        .keys()
+        .filter(|n| !new.contains_key(*n))
+        .cloned()
+        .collect();
+    d
+}
+
+/// Reads the tools of a committed snapshot.
+pub fn committed_tools(defs: &Path, upstream: &Upstream) -> Result<Vec<Value>, ImportError> {
+    let path = defs.join(&upstream.file);
+    let text = std::fs::read_to_string(&path).map_err(|e| file_error(&path, e))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| file_error(&path, e))?;
+    doc.get("tools")
+        .and_then(Value::as_array)
+        .cloned()
+        .ok_or_else(|| file_error(&path, "has no `tools` array"))
+}
+
+/// Re-lists every recorded upstream and compares it with its snapshot.
+pub async fn check(defs: &Path) -> Result<Vec<Drift>, ImportError> {
+    let mut out = Vec::new();
+    for (name, spec) in recorded_upstreams(defs)? {
+        let committed = committed_tools(defs, &spec)?;
+        let session = Session::start(&name, &spec).await?;
+        let live = session.list_tools().await;
+        session.shutdown().await;
+        out.push(drift(&name, &committed, &live?));
+    }
+    Ok(out)
+}
+
+impl std::fmt::Display for Drift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_empty() {
+            return writeln!(f, "{}: up to date", self.upstream);
+        }
+        writeln!(
+            f,
+            "{}: the live server differs from its snapshot",
+            self.upstream
+        )?;
+        for n in &self.added {
+            writeln!(f, "  added    {}", crate::diag::escape_controls(n))?;
+        }
+        for n in &self.removed {
+            writeln!(f, "  removed  {}", crate::diag::escape_controls(n))?;
+        }
+        for (n, parts) in &self.changed {
+            writeln!(
+                f,
+                "  changed  {} ({})",
+                crate::diag::escape_controls(n),
+                parts.join(", ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drift_names_added_removed_and_changed_parts() {
+        let a = vec![
+            json!({"name": "a", "description": "x", "inputSchema": {"type": "object"}}),
+            json!({"name": "b", "description": "y", "inputSchema": {"type": "object"}}),
+        ];
+        let b = vec![
+            json!({"name": "b", "description": "y2", "inputSchema": {"type": "object", "properties": {}}}),
+            json!({"name": "c", "description": "z", "inputSchema": {"type": "object"}}),
+        ];
+        let d = drift("s", &a, &b);
+        assert_eq!(d.added, ["c"]);
+        assert_eq!(d.removed, ["a"]);
+        assert_eq!(d.changed["b"], ["description", "inputSchema"]);
+        assert!(drift("s", &a, &a).is_empty());
+        // Key order is not drift.
+        let reordered = vec![
+            json!({"inputSchema": {"type": "object"}, "description": "x", "name": "a"}),
+            a[1].clone(),
+        ];
+        assert!(drift("s", &a, &reordered).is_empty());
+    }
+
+    #[test]
+    fn recording_an_upstream_keeps_the_rest_of_the_overlay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(OVERLAY_FILE);
+        std::fs::write(
+            &path,
+            "# my catalog\n[registry]\nname = \"x\" # keep me\n\n[upstreams.mem]\ncommand = \"old\"\ntimeout_ms = 5000\n",
+        )
+        .unwrap();
+        let spec = Upstream {
+            command: Some("node".into()),
+            args: vec!["server.js".into(), "--flag".into()],
+            env: vec!["TOKEN".into()],
+            ..Default::default()
+        };
+        record_upstream(&path, "mem", &spec).unwrap();
+        record_upstream(&path, "fs", &spec).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("# my catalog\n[registry]\nname = \"x\" # keep me\n"),
+            "{text}"
+        );
+        let ups = recorded_upstreams(dir.path()).unwrap();
+        assert_eq!(ups["mem"].command.as_deref(), Some("node"));
+        assert_eq!(ups["mem"].args, ["server.js", "--flag"]);
+        assert_eq!(
+            ups["mem"].timeout_ms,
+            Some(5000),
+            "an existing timeout is kept"
+        );
+        assert_eq!(ups["fs"].file, "fs.mcp.json");
+        assert_eq!(ups["fs"].env, ["TOKEN"]);
+    }
+}

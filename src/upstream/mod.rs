@@ -1,0 +1,336 @@
+//! Sessions with the MCP servers a catalog's tools come from (its upstreams): start one, list
+//! its tools, call a tool, stop it with its whole process tree. Used by `toolreg import mcp`
+//! (snapshot and drift check) and by `toolreg serve` (forwarding calls).
+//!
+//! Every wait is bounded: starting, `tools/list` and each call have a time limit, and a server
+//! that dies or prints garbage is reported with the last lines of its stderr.
+
+pub mod import;
+
+use crate::registry::Upstream;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::ServiceExt;
+use serde_json::{Map, Value};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+/// How long a server may take to start and answer `initialize`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// The per-call limit when the upstream does not set `timeout_ms`.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much of a server's stderr is kept for error messages.
+const STDERR_TAIL: usize = 2048;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("upstream `{name}`: cannot start `{command}`: {source}")]
+    Spawn {
+        name: String,
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("upstream `{name}` needs the environment variable `{var}`, which is not set")]
+    MissingEnv { name: String, var: String },
+    #[error("upstream `{name}` uses a URL ({url}); this toolreg speaks to upstreams over stdio only, give a `command`")]
+    Unsupported { name: String, url: String },
+    #[error("upstream `{name}` did not answer {what} within {} ms{}", .limit.as_millis(), stderr_note(.stderr))]
+    Timeout {
+        name: String,
+        what: String,
+        limit: Duration,
+        stderr: String,
+    },
+    #[error("upstream `{name}` failed during {what}: {reason}{}", stderr_note(.stderr))]
+    Failed {
+        name: String,
+        what: String,
+        reason: String,
+        stderr: String,
+    },
+}
+
+impl UpstreamError {
+    /// A timeout (as opposed to a server that is gone or broken).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, UpstreamError::Timeout { .. })
+    }
+}
+
+fn stderr_note(stderr: &str) -> String {
+    let s = stderr.trim();
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; its stderr ended with:\n{}",
+            crate::diag::escape_controls(s)
+        )
+    }
+}
+
+/// A running MCP client session with one upstream server.
+pub struct Session {
+    name: String,
+    service: RunningService<RoleClient, ()>,
+    /// The process group of a stdio server (killed whole on shutdown).
+    group: Option<i32>,
+    stderr: Arc<Mutex<String>>,
+    call_timeout: Duration,
+    /// `name version` the server reported.
+    pub server: String,
+}
+
+impl Session {
+    /// Starts the upstream and completes the MCP handshake within `START_TIMEOUT`.
+    pub async fn start(name: &str, spec: &Upstream) -> Result<Session, UpstreamError> {
+        let Some(command) = spec.command.as_deref() else {
+            return Err(UpstreamError::Unsupported {
+                name: name.into(),
+                url: spec.url.clone().unwrap_or_default(),
+            });
+        };
+        for var in &spec.env {
+            if std::env::var_os(var).is_none() {
+                return Err(UpstreamError::MissingEnv {
+                    name: name.into(),
+                    var: var.clone(),
+                });
+            }
+        }
+        let mut cmd = tokio::process::Command::new(command);
+        cmd.args(&spec.args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        // Its own process group, so shutdown reaches grandchildren (npx -> node) too.
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let mut child = cmd.spawn().map_err(|source| UpstreamError::Spawn {
+            name: name.into(),
+            command: command.into(),
+            source,
+        })?;
+        let group = child.id().map(|pid| pid as i32);
+        let (Some(stdin), Some(stdout), Some(err)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            unreachable!("all three streams were piped");
+        };
+        let stderr = Arc::new(Mutex::new(String::new()));
+        keep_tail(err, Arc::clone(&stderr));
+        // Lines that are not JSON never reach the MCP session: the first one is kept, and during
+        // the handshake it fails the start at once (instead of waiting out the time limit).
+        let garbage = Arc::new(tokio::sync::Notify::new());
+        let first_garbage = Arc::new(Mutex::new(None::<String>));
+        let (json_lines, session_input) = tokio::io::duplex(1 << 16);
+        tokio::spawn(filter_json_lines(
+            stdout,
+            json_lines,
+            Arc::clone(&garbage),
+            Arc::clone(&first_garbage),
+        ));
+        let tail = |s: &Arc<Mutex<String>>| s.lock().map(|t| t.clone()).unwrap_or_default();
+        let failed = |reason: String, stderr: &Arc<Mutex<String>>| UpstreamError::Failed {
+            name: name.into(),
+            what: "initialize".into(),
+            reason,
+            stderr: tail(stderr),
+        };
+        let handshake = ().serve((session_input, stdin));
+        let started = tokio::select! {
+            r = tokio::time::timeout(START_TIMEOUT, handshake) => r,
+            _ = garbage.notified() => {
+                kill_group(group);
+                let line = first_garbage.lock().ok().and_then(|g| g.clone()).unwrap_or_default();
+                return Err(failed(
+                    format!(
+                        "it printed a line that is not JSON-RPC on stdout: `{}` (an MCP server over stdio may print only protocol messages there; logs belong on stderr)",
+                        crate::diag::escape_controls(&line)
+                    ),
+                    &stderr,
+                ));
+            }
+        };
+        let service = match started {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => {
+                kill_group(group);
+                // Give the stderr reader a moment to collect the server's last words.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return Err(failed(e.to_string(), &stderr));
+            }
+            Err(_) => {
+                kill_group(group);
+                return Err(UpstreamError::Timeout {
+                    name: name.into(),
+                    what: "initialize".into(),
+                    limit: START_TIMEOUT,
+                    stderr: tail(&stderr),
+                });
+            }
+        };
+        // The child is owned by a task that reaps it when it exits (no zombies).
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+        });
+        let server = service
+            .peer_info()
+            .and_then(|i| {
+                i.server_info
+                    .as_ref()
+                    .map(|s| format!("{} {}", s.name, s.version))
+            })
+            .unwrap_or_else(|| "server version unknown".into());
+        Ok(Session {
+            name: name.into(),
+            service,
+            group,
+            stderr,
+            call_timeout: spec.timeout_ms.map_or(CALL_TIMEOUT, Duration::from_millis),
+            server,
+        })
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.stderr.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Whether the connection is gone (the server exited or closed its output).
+    pub fn is_closed(&self) -> bool {
+        self.service.is_transport_closed() || self.service.is_closed()
+    }
+
+    fn failed(&self, what: &str, e: ServiceError) -> UpstreamError {
+        UpstreamError::Failed {
+            name: self.name.clone(),
+            what: what.into(),
+            reason: e.to_string(),
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    fn timeout(&self, what: &str, limit: Duration) -> UpstreamError {
+        UpstreamError::Timeout {
+            name: self.name.clone(),
+            what: what.into(),
+            limit,
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    /// Every tool the server lists (all pages), as the JSON the server sent.
+    pub async fn list_tools(&self) -> Result<Vec<Value>, UpstreamError> {
+        let what = "tools/list";
+        let tools = tokio::time::timeout(START_TIMEOUT, self.service.list_all_tools())
+            .await
+            .map_err(|_| self.timeout(what, START_TIMEOUT))?
+            .map_err(|e| self.failed(what, e))?;
+        Ok(tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect())
+    }
+
+    /// Calls a tool by its own name; the server's `isError` results come back as they are.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let what = format!("tools/call `{tool}`");
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        tokio::time::timeout(self.call_timeout, self.service.call_tool(params))
+            .await
+            .map_err(|_| self.timeout(&what, self.call_timeout))?
+            .map_err(|e| self.failed(&what, e))
+    }
+
+    /// Closes the session and stops the server's whole process group.
+    pub async fn shutdown(self) {
+        let group = self.group;
+        let token = self.service.cancellation_token();
+        drop(self);
+        token.cancel();
+        kill_group(group);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        kill_group(self.group);
+    }
+}
+
+/// Keeps the last `STDERR_TAIL` bytes of a server's stderr.
+fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(err).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+            t.push_str(&line);
+            t.push('\n');
+            if t.len() > STDERR_TAIL {
+                let mut cut = t.len() - STDERR_TAIL;
+                while !t.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                t.drain(..cut);
+            }
+        }
+    });
+}
+
+/// Copies the server's stdout to the session, line by line, dropping lines that are not JSON.
+async fn filter_json_lines(
+    stdout: tokio::process::ChildStdout,
+    mut to_session: tokio::io::DuplexStream,
+    garbage: Arc<tokio::sync::Notify>,
+    first_garbage: Arc<Mutex<Option<String>>>,
+) {
+    use tokio::io::AsyncWriteExt;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_err() {
+            if let Ok(mut g) = first_garbage.lock() {
+                if g.is_none() {
+                    *g = Some(trimmed.chars().take(200).collect());
+                    garbage.notify_one();
+                }
+            }
+            continue;
+        }
+        if to_session.write_all(trimmed.as_bytes()).await.is_err()
+            || to_session.write_all(b"\n").await.is_err()
+        {
+            break;
+        }
+    }
+    // EOF: dropping `to_session` closes the session's input, so it sees the server is gone.
+}
+
+/// SIGTERM, then SIGKILL, to a process group (no-op without one).
+fn kill_group(group: Option<i32>) {
+    #[cfg(unix)]
+    if let Some(pgid) = group.filter(|g| *g > 1) {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory is shared.
+        unsafe {
+            libc::kill(-pgid, libc::SIGTERM);
+        }
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            // SAFETY: as above.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = group;
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// A transparent stdio shim in front of a real MCP server, for tests/mcp_serve.rs:
+//
+//   node count-calls.mjs STATE_PREFIX -- CMD ARGS...
+//
+// Writes its pid to STATE_PREFIX.pid (so a test can kill the "upstream" mid-session), appends
+// one line per `tools/call` it forwards to STATE_PREFIX.calls (so a test can prove a call never
+// reached the server), and, when the environment names SLOW_TOOL, holds calls of that tool for
+// SLOW_MS (default 5000) before forwarding them (to provoke a timeout). Everything else passes
+// through unchanged in both directions.
+import { spawn } from "node:child_process";
+import { appendFileSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+
+const [prefix, dashdash, cmd, ...args] = process.argv.slice(2);
+if (!prefix || dashdash !== "--" || !cmd) {
+  console.error("usage: count-calls.mjs STATE_PREFIX -- CMD ARGS...");
+  process.exit(2);
+}
+writeFileSync(`${prefix}.pid`, String(process.pid));
+const child = spawn(cmd, args, { stdio: ["pipe", "inherit", "inherit"] });
+child.on("exit", (code) => process.exit(code ?? 1));
+const slowTool = process.env.SLOW_TOOL;
+const slowMs = Number(process.env.SLOW_MS ?? 5000);
+createInterface({ input: process.stdin }).on("line", (line) => {
+  let msg;
+  try { msg = JSON.parse(line); } catch { msg = null; }
+  if (msg && msg.method === "tools/call") {
+    appendFileSync(`${prefix}.calls`, `${msg.params?.name}\n`);
+    if (slowTool && msg.params?.name === slowTool) {
+      setTimeout(() => child.stdin.write(line + "\n"), slowMs);
+      return;
+    }
+  }
+  child.stdin.write(line + "\n");
+}).on("close", () => child.stdin.end());
