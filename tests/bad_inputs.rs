@@ -56,6 +56,8 @@ const CASES: &[(&str, i32, &[&str])] = &[
     // A profile name that would leave the output folder; duplicate gateway names; a stale
     // special case and an empty entity name.
     ("unsafe_names", 1, &["TR044", "TR020", "TR029"]),
+    // [upstreams]: command and url both, a non-HTTP url, no snapshot file, an unsafe name.
+    ("upstreams", 1, &["TR080"]),
     ("wrong_entry_shape", 1, &["TR007", "TR008"]),
 ];
 

@@ -55,6 +55,19 @@ fn every_runtime_error_code_is_documented() {
     }
 }
 
+#[cfg(feature = "mcp")]
+#[test]
+fn the_mcp_server_error_codes_are_documented() {
+    use toolreg::serve::codes;
+    let text = read("docs/guide.md");
+    for code in [codes::UPSTREAM_UNAVAILABLE, codes::UPSTREAM_TIMEOUT] {
+        assert!(
+            text.contains(&format!("| `{code}` |")),
+            "docs/guide.md lacks a row for {code}"
+        );
+    }
+}
+
 #[test]
 fn the_overlay_example_parses_without_unknown_keys() {
     let text = read("docs/guide.md");

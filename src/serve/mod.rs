@@ -389,15 +389,7 @@ impl ServerHandler for Server {
 /// Serves over stdin/stdout until the client disconnects or SIGTERM/SIGINT arrives, then stops
 /// every upstream (no orphans).
 pub async fn run_stdio(server: Server, eager: bool) -> Result<(), String> {
-    if eager {
-        server.pool().start_all().await;
-    }
-    let running = rmcp::service::serve_server(server.clone(), rmcp::transport::stdio())
-        .await
-        .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-    let token = running.cancellation_token();
-    let waiting = running.waiting();
-    tokio::pin!(waiting);
+    // Signals are taken first: a SIGTERM during start-up or the handshake stops the upstreams too.
     #[cfg(unix)]
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
@@ -405,11 +397,21 @@ pub async fn run_stdio(server: Server, eager: bool) -> Result<(), String> {
     let terminated = term.recv();
     #[cfg(not(unix))]
     let terminated = std::future::pending::<Option<()>>();
-    tokio::select! {
-        _ = &mut waiting => {}
-        _ = terminated => { token.cancel(); }
-        _ = tokio::signal::ctrl_c() => { token.cancel(); }
-    }
+    let serving = async {
+        if eager {
+            server.pool().start_all().await;
+        }
+        let running = rmcp::service::serve_server(server.clone(), rmcp::transport::stdio())
+            .await
+            .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+        let _ = running.waiting().await;
+        Ok(())
+    };
+    let outcome = tokio::select! {
+        r = serving => r,
+        _ = terminated => Ok(()),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    };
     server.pool().shutdown_all().await;
-    Ok(())
+    outcome
 }

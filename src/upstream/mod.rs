@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
 
+type ToolsTap = Arc<Mutex<Option<Vec<Value>>>>;
+
 /// How long a server may take to start and answer `initialize`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// The per-call limit when the upstream does not set `timeout_ms`.
@@ -77,6 +79,9 @@ pub struct Session {
     /// The process group of a stdio server (killed whole on shutdown).
     group: Option<i32>,
     stderr: Arc<Mutex<String>>,
+    /// While armed, the `tools` of every result on the wire, exactly as the server sent them
+    /// (the SDK's types drop fields they do not know, e.g. `execution`).
+    tools_tap: ToolsTap,
     call_timeout: Duration,
     /// `name version` the server reported.
     pub server: String,
@@ -126,11 +131,13 @@ impl Session {
         let garbage = Arc::new(tokio::sync::Notify::new());
         let first_garbage = Arc::new(Mutex::new(None::<String>));
         let (json_lines, session_input) = tokio::io::duplex(1 << 16);
+        let tools_tap = Arc::new(Mutex::new(None));
         tokio::spawn(filter_json_lines(
             stdout,
             json_lines,
             Arc::clone(&garbage),
             Arc::clone(&first_garbage),
+            Arc::clone(&tools_tap),
         ));
         let tail = |s: &Arc<Mutex<String>>| s.lock().map(|t| t.clone()).unwrap_or_default();
         let failed = |reason: String, stderr: &Arc<Mutex<String>>| UpstreamError::Failed {
@@ -189,6 +196,7 @@ impl Session {
             service,
             group,
             stderr,
+            tools_tap,
             call_timeout: spec.timeout_ms.map_or(CALL_TIMEOUT, Duration::from_millis),
             server,
         })
@@ -224,14 +232,25 @@ impl Session {
     /// Every tool the server lists (all pages), as the JSON the server sent.
     pub async fn list_tools(&self) -> Result<Vec<Value>, UpstreamError> {
         let what = "tools/list";
-        let tools = tokio::time::timeout(START_TIMEOUT, self.service.list_all_tools())
-            .await
+        *self.tools_tap.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
+        let listed = tokio::time::timeout(START_TIMEOUT, self.service.list_all_tools()).await;
+        let raw = self
+            .tools_tap
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default();
+        let typed = listed
             .map_err(|_| self.timeout(what, START_TIMEOUT))?
             .map_err(|e| self.failed(what, e))?;
-        Ok(tools
-            .iter()
-            .filter_map(|t| serde_json::to_value(t).ok())
-            .collect())
+        if raw.len() == typed.len() {
+            Ok(raw)
+        } else {
+            Ok(typed
+                .iter()
+                .filter_map(|t| serde_json::to_value(t).ok())
+                .collect())
+        }
     }
 
     /// Calls a tool by its own name; the server's `isError` results come back as they are.
@@ -289,6 +308,7 @@ async fn filter_json_lines(
     mut to_session: tokio::io::DuplexStream,
     garbage: Arc<tokio::sync::Notify>,
     first_garbage: Arc<Mutex<Option<String>>>,
+    tools_tap: ToolsTap,
 ) {
     use tokio::io::AsyncWriteExt;
     let mut lines = tokio::io::BufReader::new(stdout).lines();
@@ -297,7 +317,22 @@ async fn filter_json_lines(
         if trimmed.is_empty() {
             continue;
         }
-        if serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_err() {
+        let tapping = tools_tap.lock().is_ok_and(|t| t.is_some());
+        let parsed = if tapping {
+            serde_json::from_str::<Value>(trimmed).map(Some)
+        } else {
+            serde_json::from_str::<serde::de::IgnoredAny>(trimmed).map(|_| None)
+        };
+        if let Ok(Some(msg)) = &parsed {
+            if let Some(tools) = msg.pointer("/result/tools").and_then(Value::as_array) {
+                if let Ok(mut tap) = tools_tap.lock() {
+                    if let Some(t) = tap.as_mut() {
+                        t.extend(tools.iter().cloned());
+                    }
+                }
+            }
+        }
+        if parsed.is_err() {
             if let Ok(mut g) = first_garbage.lock() {
                 if g.is_none() {
                     *g = Some(trimmed.chars().take(200).collect());

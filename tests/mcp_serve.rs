@@ -1,0 +1,559 @@
+//! `toolreg import mcp` and `toolreg serve` against the real reference MCP servers (npm
+//! packages pinned in tests/mcp/package-lock.json, installed by scripts/test), driven by a real
+//! MCP client in this process (rmcp's) talking to `toolreg serve` as a child process over stdio,
+//! and by the official MCP Inspector's CLI.
+//!
+//! Each upstream runs behind tests/mcp/count-calls.mjs, a pass-through shim that records every
+//! `tools/call` it forwards and its pid, so the tests can prove a call never reached the server
+//! and kill the server mid-session.
+#![cfg(feature = "mcp")]
+
+mod common;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn modules() -> PathBuf {
+    let m = common::repo().join("tests/mcp/node_modules/@modelcontextprotocol");
+    assert!(
+        m.join("server-memory/dist/index.js").is_file(),
+        "the reference MCP servers are not installed: run `npm ci --prefix tests/mcp` (scripts/test does)"
+    );
+    m
+}
+
+struct World {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    defs: PathBuf,
+    gen: PathBuf,
+    files: PathBuf,
+}
+
+impl World {
+    fn state(&self, upstream: &str, ext: &str) -> PathBuf {
+        self.root.join(format!("{upstream}.{ext}"))
+    }
+
+    /// `tools/call`s the shim forwarded to an upstream so far.
+    fn calls(&self, upstream: &str) -> Vec<String> {
+        std::fs::read_to_string(self.state(upstream, "calls"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn pid(&self, upstream: &str) -> i32 {
+        std::fs::read_to_string(self.state(upstream, "pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+fn toolreg(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Imports both servers (memory with a 1.5 s call limit), builds with no hand-written taxonomy.
+fn world() -> World {
+    let m = modules();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let (defs, gen, files) = (root.join("defs"), root.join("gen"), root.join("files"));
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(files.join("hello.txt"), "hi").unwrap();
+    let shim = common::repo().join("tests/mcp/count-calls.mjs");
+    let shim = shim.to_str().unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    for (name, server, extra) in [
+        ("memory", "server-memory", vec!["--timeout-ms", "1500"]),
+        ("filesystem", "server-filesystem", vec![]),
+    ] {
+        let prefix = s(&root.join(name));
+        let script = s(&m.join(server).join("dist/index.js"));
+        let mut args = vec!["import", "mcp", name, "-d", defs.to_str().unwrap()];
+        args.extend(extra);
+        args.extend(["--", "node", shim, &prefix, "--", "node", &script]);
+        let files_arg = s(&files);
+        if name == "filesystem" {
+            args.push(&files_arg);
+        }
+        let out = toolreg(&args);
+        assert!(
+            out.status.success(),
+            "import {name}: {}",
+            common::stderr(&out)
+        );
+        assert!(common::stderr(&out).contains(&format!("[upstreams.{name}]")));
+    }
+    let out = toolreg(&[
+        "build",
+        "-d",
+        defs.to_str().unwrap(),
+        "--out",
+        gen.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "build: {}", common::stderr(&out));
+    // The import's start-up listing went through the shim too; start counting from zero.
+    for name in ["memory", "filesystem"] {
+        let _ = std::fs::remove_file(root.join(format!("{name}.calls")));
+    }
+    World {
+        _tmp: tmp,
+        root,
+        defs,
+        gen,
+        files,
+    }
+}
+
+async fn client(w: &World, surface: &str) -> RunningService<RoleClient, ()> {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolreg"));
+    cmd.args([
+        "serve",
+        "--registry",
+        w.gen.to_str().unwrap(),
+        "--surface",
+        surface,
+    ])
+    .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
+    .env("SLOW_TOOL", "search_nodes")
+    .env("SLOW_MS", "4000");
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    ().serve(transport)
+        .await
+        .expect("toolreg serve completes the MCP handshake")
+}
+
+async fn call(c: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else { panic!() };
+    c.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .unwrap()
+}
+
+async fn exec(c: &RunningService<RoleClient, ()>, op: &str, args: Value) -> CallToolResult {
+    call(c, "tool_exec", json!({"op": op, "args": args})).await
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The toolreg envelope of an error result.
+fn envelope(r: &CallToolResult) -> Value {
+    assert_eq!(
+        r.is_error,
+        Some(true),
+        "expected an error result: {}",
+        text(r)
+    );
+    let e: Value = serde_json::from_str(&text(r)).expect("the error text is the envelope");
+    assert_eq!(Some(&e), r.structured_content.as_ref());
+    e
+}
+
+fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_proxies_the_reference_servers_through_the_gateway() {
+    let w = world();
+    let c = client(&w, "gateway").await;
+
+    // tools/list is the generated gateway surface, tool for tool, stamped with the version.
+    let listed = c.list_tools(None).await.unwrap();
+    let surface: Value =
+        serde_json::from_slice(&std::fs::read(w.gen.join("surfaces/gateway.json")).unwrap())
+            .unwrap();
+    let expected: Vec<Value> = surface["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let f = &t["function"];
+            json!({"name": f["name"], "description": f["description"], "inputSchema": f["parameters"]})
+        })
+        .collect();
+    let got: Vec<Value> = listed
+        .tools
+        .iter()
+        .map(|t| serde_json::to_value(t).unwrap())
+        .collect();
+    assert_eq!(got, expected);
+    assert_eq!(
+        listed.meta.unwrap().0["toolreg/registry_version"],
+        surface["registry_version"]
+    );
+
+    // Discovery: search and help answer from the compiled registry, with no upstream involved.
+    let found = call(&c, "tool_search", json!({"query": "write a file"})).await;
+    let ops: Vec<&str> = found.structured_content.as_ref().unwrap()["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["op"].as_str().unwrap())
+        .collect();
+    assert!(ops.contains(&"filesystem.file.write"), "{ops:?}");
+    let help = call(&c, "tool_help", json!({"path": "filesystem.file.write"})).await;
+    assert!(text(&help).contains("filesystem.file.write path=<string> content=<string>"));
+    assert!(w.calls("filesystem").is_empty() && w.calls("memory").is_empty());
+
+    // Forwarded calls: list a directory, write a file and read it back (checked on disk).
+    let listed = exec(&c, "filesystem.directory.list", json!({"path": w.files})).await;
+    assert_ne!(listed.is_error, Some(true), "{}", text(&listed));
+    assert!(text(&listed).contains("hello.txt"), "{}", text(&listed));
+    assert_eq!(
+        listed.meta.as_ref().unwrap().0["toolreg"]["op"],
+        "filesystem.directory.list"
+    );
+    let target = w.files.join("note.txt");
+    let wrote = exec(
+        &c,
+        "filesystem.file.write",
+        json!({"path": target, "content": "written through toolreg"}),
+    )
+    .await;
+    assert_ne!(wrote.is_error, Some(true), "{}", text(&wrote));
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "written through toolreg"
+    );
+    let read = exec(&c, "filesystem.text_file.read", json!({"path": target})).await;
+    assert!(text(&read).contains("written through toolreg"));
+    assert_eq!(
+        w.calls("filesystem"),
+        ["list_directory", "write_file", "read_text_file"],
+        "each call reached the server once, under the tool's own name"
+    );
+
+    // The memory server: create an entity, read the graph back.
+    let created = exec(
+        &c,
+        "memory.entity.create",
+        json!({"entities": [{"name": "toolreg", "entityType": "project", "observations": ["compiles tool catalogs"]}]}),
+    )
+    .await;
+    assert_ne!(created.is_error, Some(true), "{}", text(&created));
+    let graph = exec(&c, "memory.graph.read", json!({})).await;
+    assert!(
+        text(&graph).contains("compiles tool catalogs"),
+        "{}",
+        text(&graph)
+    );
+
+    // An unknown op: NOT_FOUND with a help path, nothing forwarded.
+    let before = (w.calls("memory").len(), w.calls("filesystem").len());
+    let e = envelope(&exec(&c, "filesystem.file.teleport", json!({})).await);
+    assert_eq!(e["error"]["code"], "NOT_FOUND");
+    // A call that fails validation lists every field error and never reaches the upstream.
+    let e = envelope(&exec(&c, "filesystem.file.write", json!({"path": 7})).await);
+    assert_eq!(e["error"]["code"], "VALIDATION_ERROR");
+    let fields: Vec<&str> = e["error"]["details"]["field_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields.iter().collect::<std::collections::BTreeSet<_>>(),
+        [&"content", &"path"].into_iter().collect()
+    );
+    assert_eq!(e["error"]["help_path"], "filesystem.file.write");
+    // A dry run validates and stops there too.
+    let dry = call(
+        &c,
+        "tool_exec",
+        json!({"op": "filesystem.file.write", "args": {"path": "x", "content": "y"}, "dry_run": true}),
+    )
+    .await;
+    assert_eq!(
+        dry.structured_content.as_ref().unwrap()["meta"]["dry_run"],
+        true
+    );
+    assert_eq!(
+        before,
+        (w.calls("memory").len(), w.calls("filesystem").len())
+    );
+
+    // The upstream's own error result passes through unchanged (no toolreg envelope).
+    let outside = exec(
+        &c,
+        "filesystem.text_file.read",
+        json!({"path": "/etc/hostname"}),
+    )
+    .await;
+    assert_eq!(outside.is_error, Some(true));
+    assert!(
+        text(&outside).contains("Access denied"),
+        "{}",
+        text(&outside)
+    );
+    assert!(serde_json::from_str::<Value>(&text(&outside)).is_err());
+
+    // A call past the upstream's time limit (1.5 s; the shim holds search_nodes 4 s).
+    let started = Instant::now();
+    let e = envelope(&exec(&c, "memory.node.search", json!({"query": "toolreg"})).await);
+    assert_eq!(e["error"]["code"], "UPSTREAM_TIMEOUT", "{e}");
+    assert!(started.elapsed() < Duration::from_secs(4));
+
+    // The upstream killed mid-session: the call that sees it gets UPSTREAM_UNAVAILABLE, the next
+    // starts it again.
+    let first = w.pid("memory");
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let e = envelope(&exec(&c, "memory.graph.read", json!({})).await);
+    assert_eq!(e["error"]["code"], "UPSTREAM_UNAVAILABLE", "{e}");
+    let again = exec(&c, "memory.graph.read", json!({})).await;
+    assert_ne!(again.is_error, Some(true), "{}", text(&again));
+    assert!(
+        text(&again).contains("compiles tool catalogs"),
+        "the memory file survived"
+    );
+    let second = w.pid("memory");
+    assert_ne!(first, second);
+
+    // Closing the client ends `toolreg serve`, and it stops its upstreams: no orphans.
+    let fs = w.pid("filesystem");
+    assert!(alive(second) && alive(fs));
+    c.cancel().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while (alive(second) || alive(fs)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !alive(second) && !alive(fs),
+        "upstreams outlived the server"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_lists_direct_and_profile_surfaces_and_stops_on_sigterm() {
+    let w = world();
+    // The direct surface: one typed tool per op; a call by tool name is an exec of that op.
+    let c = client(&w, "direct").await;
+    let listed = c.list_tools(None).await.unwrap();
+    assert_eq!(listed.tools.len(), 23);
+    let r = call(&c, "list_directory", json!({"path": w.files})).await;
+    assert!(text(&r).contains("hello.txt"), "{}", text(&r));
+    let e = envelope(&call(&c, "list_directory", json!({"path": 5})).await);
+    assert_eq!(e["error"]["code"], "VALIDATION_ERROR");
+    // A tool the surface does not list is a protocol error, not a result.
+    assert!(c
+        .call_tool(CallToolRequestParams::new("tool_exec"))
+        .await
+        .is_err());
+    c.cancel().await.unwrap();
+
+    // A profile surface (drafted per group with no overlay): only that group's tools.
+    let c = client(&w, "profile:memory").await;
+    let names: Vec<String> = c
+        .list_tools(None)
+        .await
+        .unwrap()
+        .tools
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.iter().any(|n| n == "read_graph"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "write_file"), "{names:?}");
+    c.cancel().await.unwrap();
+
+    // SIGTERM: `--eager` starts both upstreams at once; both are gone after the server exits.
+    let _ = std::fs::remove_file(w.state("memory", "pid"));
+    let _ = std::fs::remove_file(w.state("filesystem", "pid"));
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(["serve", "--eager", "--registry", w.gen.to_str().unwrap()])
+        .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !(w.state("memory", "pid").exists() && w.state("filesystem", "pid").exists()) {
+        assert!(
+            Instant::now() < deadline,
+            "--eager did not start the upstreams"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pids = [w.pid("memory"), w.pid("filesystem")];
+    assert!(pids.iter().all(|p| alive(*p)));
+    unsafe { libc::kill(serve.id() as i32, libc::SIGTERM) };
+    let status = serve.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        pids.iter().all(|p| !alive(*p)),
+        "upstreams outlived SIGTERM"
+    );
+}
+
+#[test]
+fn import_check_reports_drift_and_bad_servers_fail_fast() {
+    let w = world();
+    let defs = w.defs.to_str().unwrap();
+    let out = toolreg(&["import", "--check", "-d", defs]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("memory: up to date") && stdout.contains("filesystem: up to date"));
+
+    // The snapshot keeps every field the server sent (`execution` too, which the SDK's types
+    // drop) and agrees with the one captured independently by scripts/mcp-tools-snapshot.mjs.
+    // (That script asked for protocol 2025-06-18; at the version rmcp negotiates the server adds
+    // `additionalProperties: false` to its schemas, so schemas are compared by properties.)
+    let ours: Value =
+        serde_json::from_slice(&std::fs::read(w.defs.join("memory.mcp.json")).unwrap()).unwrap();
+    let captured: Value = serde_json::from_slice(
+        &std::fs::read(common::repo().join("tests/catalogs/reference-servers/memory.mcp.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let summary = |doc: &Value| -> Vec<Value> {
+        doc["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let props: Vec<&String> = t["inputSchema"]["properties"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .collect();
+                json!([
+                    t["name"],
+                    t["title"],
+                    t["description"],
+                    t["annotations"],
+                    t["execution"],
+                    props,
+                    t["inputSchema"]["required"]
+                ])
+            })
+            .collect()
+    };
+    assert_eq!(summary(&ours), summary(&captured));
+    assert_eq!(summary(&ours).len(), 9);
+
+    // Drift: a tool removed from the snapshot is "added" live; a changed description is named.
+    let path = w.defs.join("memory.mcp.json");
+    let mut doc = ours.clone();
+    let tools = doc["tools"].as_array_mut().unwrap();
+    tools.retain(|t| t["name"] != "read_graph");
+    tools[0]["description"] = json!("an old description");
+    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let out = toolreg(&["import", "--check", "-d", defs]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("added    read_graph"), "{stdout}");
+    assert!(
+        stdout.contains("changed  add_observations (description)"),
+        "{stdout}"
+    );
+
+    // A server that prints garbage, one that dies, one that does not exist: exit 2, fast, clear.
+    for (args, says) in [
+        (
+            vec![
+                "node",
+                "-e",
+                "console.log('Starting server...'); setInterval(() => {}, 1000)",
+            ],
+            "not JSON-RPC on stdout: `Starting server...`",
+        ),
+        (
+            vec![
+                "node",
+                "-e",
+                "console.error('boom: missing config'); process.exit(3)",
+            ],
+            "boom: missing config",
+        ),
+        (
+            vec!["/nonexistent/server"],
+            "cannot start `/nonexistent/server`",
+        ),
+    ] {
+        let started = Instant::now();
+        let mut all = vec!["import", "mcp", "bad", "-d", defs, "--"];
+        all.extend(args);
+        let out = toolreg(&all);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            common::stderr(&out).contains(says),
+            "{}",
+            common::stderr(&out)
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(!w.defs.join("bad.mcp.json").exists());
+    }
+    let out = toolreg(&["import", "mcp", "../evil", "-d", defs, "--", "node"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::stderr(&out).contains("not one safe name"));
+}
+
+#[test]
+fn the_official_inspector_lists_and_calls_tools_of_toolreg_serve() {
+    let w = world();
+    let cli = modules().join("inspector/cli/build/cli.js");
+    let inspect = |extra: &[&str]| {
+        let mut args = vec![
+            cli.to_str().unwrap(),
+            "--cli",
+            env!("CARGO_BIN_EXE_toolreg"),
+            "serve",
+            "--registry",
+            w.gen.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let out = Command::new("node").args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let listed = inspect(&["--method", "tools/list"]);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["tool_help", "tool_exec", "tool_search"]);
+    let files = format!("args={}", json!({"path": w.files}));
+    let called = inspect(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "tool_exec",
+        "--tool-arg",
+        "op=filesystem.directory.list",
+        "--tool-arg",
+        &files,
+    ]);
+    assert!(called["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("hello.txt"));
+}
