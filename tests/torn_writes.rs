@@ -84,6 +84,20 @@ fn visible_tree(dir: &Path) -> FileMap {
         .collect()
 }
 
+/// `toolreg CMD -d DEFS -o OUT`, waited for.
+fn on_folder(cwd: &Path, cmd: &str, defs: &Path, out: &Path) -> std::process::Output {
+    toolreg(
+        cwd,
+        &[
+            cmd,
+            "-d",
+            defs.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    )
+}
+
 fn spawn_build(cwd: &Path, defs: &Path, out: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_toolreg"))
         .args([
@@ -196,27 +210,9 @@ fn a_build_killed_at_any_moment_leaves_the_old_tree_or_the_new_one() {
     );
     // The command-line check agrees, and the next build cleans any leftover (the lock file).
     let defs = if on_a { &c.a } else { &c.b };
-    let o = toolreg(
-        &c.root,
-        &[
-            "check",
-            "-d",
-            defs.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ],
-    );
+    let o = on_folder(&c.root, "check", defs, &out);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = toolreg(
-        &c.root,
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ],
-    );
+    let o = on_folder(&c.root, "build", defs, &out);
     assert!(
         stderr(&o).contains("0 written, 0 removed"),
         "{}",
@@ -278,16 +274,7 @@ fn two_builds_into_one_folder_at_once_leave_one_whole_tree() {
             "the winner {winner} succeeded: {}",
             stderr(r)
         );
-        let o = toolreg(
-            &c.root,
-            &[
-                "check",
-                "-d",
-                defs.to_str().unwrap(),
-                "-o",
-                out.to_str().unwrap(),
-            ],
-        );
+        let o = on_folder(&c.root, "check", defs, &out);
         assert_eq!(o.status.code(), Some(0), "pair {pair}: {}", stderr(&o));
         assert!(!out.join(".toolreg-staging").exists() && !out.join(".toolreg.lock").exists());
     }

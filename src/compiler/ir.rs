@@ -153,12 +153,7 @@ pub fn assemble(
     // Profiles are a team's choice of contexts: drafted only for a catalog with no overlay at all
     // (or one that only records where imported tools came from, `[upstreams]`)
     // (an overlay without `[profiles]` means none), one per group when there are several.
-    let no_taxonomy = lo.text.trim().is_empty()
-        || lo
-            .text
-            .parse::<toml::Table>()
-            .is_ok_and(|t| t.keys().all(|k| k == "upstreams"));
-    if infer && no_taxonomy && tree.len() >= 2 {
+    if infer && lo.has_no_taxonomy() && tree.len() >= 2 {
         profiles = group_profiles(&tree);
     }
 
@@ -248,15 +243,6 @@ fn group_profiles(tree: &BTreeMap<String, GroupNode>) -> BTreeMap<String, Profil
             (name.clone(), profile)
         })
         .collect()
-}
-
-/// A name that can be one path segment and a provider-safe identifier.
-fn safe_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// The gateway tools' names must differ from each other and from every tool the model may also
@@ -530,7 +516,7 @@ fn upstreams(
         let name = name.get_ref();
         let file = format!("{name}.mcp.json");
         let shown = name.escape_debug();
-        let problem = if !safe_name(name) {
+        let problem = if !super::enrich::provider_valid(name) {
             Some("is not one safe name (letters, digits, `_`, `-`; at most 64)".to_string())
         } else if spec.command.is_some() == spec.url.is_some() {
             Some("needs exactly one of `command` (stdio) and `url` (streamable HTTP)".to_string())
@@ -668,7 +654,7 @@ fn profiles(
     let mut out = BTreeMap::new();
     for (name, spec) in &lo.overlay.profiles {
         // A profile name becomes a file name (`surfaces/profiles/NAME.json`) and a scope name.
-        if !safe_name(name.get_ref()) {
+        if !super::enrich::provider_valid(name.get_ref()) {
             diags.push(
                 Diagnostic::new(
                     Code::UnsafeName,

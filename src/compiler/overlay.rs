@@ -442,6 +442,16 @@ pub struct LoadedOverlay {
 }
 
 impl LoadedOverlay {
+    /// No overlay, or one that only records where imported tools came from (`[upstreams]`):
+    /// the catalog's taxonomy is still entirely inferred.
+    pub fn has_no_taxonomy(&self) -> bool {
+        self.text.trim().is_empty()
+            || self
+                .text
+                .parse::<toml::Table>()
+                .is_ok_and(|t| t.keys().all(|k| k == "upstreams"))
+    }
+
     /// A location from a byte span in the overlay.
     pub fn loc(&self, span: Range<usize>) -> Location {
         if self.text.is_empty() {

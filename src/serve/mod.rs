@@ -108,7 +108,7 @@ impl Server {
             }
             _ => Scope::all(),
         };
-        let tools = read_surface(&surface_file(dir, &reg, surface)?)?;
+        let tools = read_surface(&surface_file(dir, surface)?)?;
         let version = reg.registry_version.clone();
         let pool = Arc::new(Pool::new(reg.upstreams.clone()));
         let owned = upstream_ops(&reg);
@@ -285,22 +285,13 @@ fn upstream_ops(reg: &Registry) -> Vec<(String, (String, String))> {
         .collect()
 }
 
-fn surface_file(
-    dir: &Path,
-    reg: &Registry,
-    surface: &SurfaceChoice,
-) -> Result<PathBuf, ServeError> {
+/// The surface's file; a profile is known to exist (its scope was resolved first).
+fn surface_file(dir: &Path, surface: &SurfaceChoice) -> Result<PathBuf, ServeError> {
     let surfaces = dir.join("surfaces");
     Ok(match surface {
         SurfaceChoice::Gateway => surfaces.join("gateway.json"),
         SurfaceChoice::Direct => surfaces.join("direct.json"),
         SurfaceChoice::Profile(name) => {
-            if !reg.profiles.contains_key(name) {
-                return Err(ServeError::UnknownProfile {
-                    name: name.clone(),
-                    known: reg.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
-                });
-            }
             // Long names get hashed file names; the header names the profile either way.
             let want = format!("profile {name}");
             let folder = surfaces.join("profiles");

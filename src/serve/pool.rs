@@ -23,8 +23,6 @@ struct Slot {
     failures: u32,
     /// No new start before this moment.
     not_before: Option<Instant>,
-    /// Sessions started so far (1 = never restarted).
-    starts: u64,
 }
 
 pub struct Pool {
@@ -47,14 +45,6 @@ impl Pool {
             if let Err(e) = self.session(name).await {
                 eprintln!("warning: {}", e.message);
             }
-        }
-    }
-
-    /// How many sessions an upstream has had (for tests and logs).
-    pub async fn starts(&self, name: &str) -> u64 {
-        match self.slots.get(name) {
-            Some(slot) => slot.lock().await.starts,
-            None => 0,
         }
     }
 
@@ -96,7 +86,6 @@ impl Pool {
                 slot.session = Some(Arc::clone(&s));
                 slot.failures = 0;
                 slot.not_before = None;
-                slot.starts += 1;
                 Ok(s)
             }
             Err(e) => {

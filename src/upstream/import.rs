@@ -32,14 +32,6 @@ pub struct Imported {
     pub overlay: PathBuf,
 }
 
-fn safe_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
 fn file_error(path: &Path, message: impl std::fmt::Display) -> ImportError {
     ImportError::File {
         path: path.display().to_string(),
@@ -68,7 +60,8 @@ fn tool_name(v: &Value) -> &str {
 
 /// Imports one server: lists its tools, writes the snapshot and the overlay entry.
 pub async fn import(name: &str, defs: &Path, spec: &Upstream) -> Result<Imported, ImportError> {
-    if !safe_name(name) {
+    // The same rule the compiler applies to `[upstreams.NAME]` (TR080).
+    if !crate::compiler::enrich::provider_valid(name) {
         return Err(ImportError::BadName(crate::diag::escape_controls(name)));
     }
     let session = Session::start(name, spec).await?;
@@ -89,8 +82,11 @@ pub async fn import(name: &str, defs: &Path, spec: &Upstream) -> Result<Imported
     })
 }
 
+/// Writes beside the target, then renames: a reader never sees half a file.
 fn write_atomically(path: &Path, text: &str) -> Result<(), ImportError> {
-    let tmp = path.with_extension("json.toolreg-import");
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".toolreg-import");
+    let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, text).map_err(|e| file_error(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
@@ -148,16 +144,7 @@ pub fn record_upstream(overlay: &Path, name: &str, spec: &Upstream) -> Result<()
         entry.insert("timeout_ms", value(t));
     }
     upstreams.insert(name, Item::Table(entry));
-    write_atomically_text(overlay, &doc.to_string())
-}
-
-fn write_atomically_text(path: &Path, text: &str) -> Result<(), ImportError> {
-    let tmp = path.with_extension("toml.toolreg-import");
-    std::fs::write(&tmp, text).map_err(|e| file_error(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        file_error(path, e)
-    })
+    write_atomically(overlay, &doc.to_string())
 }
 
 /// The upstreams recorded in the overlay (read leniently: only `[upstreams]` matters here; the

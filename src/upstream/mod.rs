@@ -269,11 +269,8 @@ impl Session {
 
     /// Closes the session and stops the server's whole process group.
     pub async fn shutdown(self) {
-        let group = self.group;
-        let token = self.service.cancellation_token();
-        drop(self);
-        token.cancel();
-        kill_group(group);
+        self.service.cancellation_token().cancel();
+        // Drop stops the process group.
     }
 }
 
