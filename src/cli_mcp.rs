@@ -19,7 +19,8 @@ pub struct ImportArgs {
 
 #[derive(clap::Subcommand)]
 enum ImportSource {
-    /// An MCP server over stdio: `toolreg import mcp NAME -- CMD ARGS...`
+    /// An MCP server: over stdio `toolreg import mcp NAME -- CMD ARGS...`, or over streamable
+    /// HTTP `toolreg import mcp NAME --url URL`
     Mcp {
         /// The upstream's name: the snapshot is DIR/NAME.mcp.json, the entry [upstreams.NAME]
         name: String,
@@ -32,8 +33,11 @@ enum ImportSource {
         /// Per-call time limit recorded for `toolreg serve`, in milliseconds
         #[arg(long, value_name = "MS")]
         timeout_ms: Option<u64>,
+        /// The server's streamable HTTP endpoint (instead of a command), e.g. http://127.0.0.1:8080/mcp
+        #[arg(long, value_name = "URL", conflicts_with = "command")]
+        url: Option<String>,
         /// The command that starts the server, after `--`
-        #[arg(last = true, required = true, value_name = "CMD")]
+        #[arg(last = true, required_unless_present = "url", value_name = "CMD")]
         command: Vec<String>,
     },
 }
@@ -49,6 +53,17 @@ pub struct ServeArgs {
     /// Start every upstream now instead of on its first call
     #[arg(long)]
     eager: bool,
+    /// Serve streamable HTTP at ADDR (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio;
+    /// port 0 picks a free port (the address is printed on stderr)
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// A Host header the HTTP server accepts besides loopback (DNS-rebinding guard); repeatable
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+    allowed_hosts: Vec<String>,
+    /// Where idempotency keys live: `memory` (this process) or `redis://HOST:PORT[/DB]`, shared
+    /// by replicas so a keyed write runs once across them (needs the `redis` feature)
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    idempotency: String,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
@@ -92,6 +107,7 @@ pub fn import(args: ImportArgs) -> ExitCode {
                 definitions,
                 env,
                 timeout_ms,
+                url,
                 command,
             }),
             false,
@@ -102,7 +118,7 @@ pub fn import(args: ImportArgs) -> ExitCode {
                 command: parts.next(),
                 args: parts.collect(),
                 env,
-                url: None,
+                url,
                 timeout_ms,
             };
             rt.block_on(async {
@@ -125,14 +141,28 @@ pub fn import(args: ImportArgs) -> ExitCode {
             })
         }
         _ => {
-            eprintln!("error: give either `mcp NAME -- CMD ARGS...` or `--check`");
+            eprintln!(
+                "error: give either `mcp NAME -- CMD ARGS...`, `mcp NAME --url URL` or `--check`"
+            );
             ExitCode::from(2)
         }
     }
 }
 
 pub fn serve(args: ServeArgs) -> ExitCode {
-    let server = match toolreg::serve::Server::load(&args.registry, &args.surface) {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let store = match rt.block_on(toolreg::serve::idempotency_store(&args.idempotency)) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let server = match toolreg::serve::Server::load_with_store(&args.registry, &args.surface, store)
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -140,11 +170,16 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(code) => return code,
+    let served = match args.http {
+        Some(addr) => rt.block_on(toolreg::serve::run_http(
+            server,
+            addr,
+            args.eager,
+            args.allowed_hosts,
+        )),
+        None => rt.block_on(toolreg::serve::run_stdio(server, args.eager)),
     };
-    match rt.block_on(toolreg::serve::run_stdio(server, args.eager)) {
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -557,3 +557,288 @@ fn the_official_inspector_lists_and_calls_tools_of_toolreg_serve() {
         .unwrap()
         .contains("hello.txt"));
 }
+
+/// A `toolreg serve --http 127.0.0.1:0` replica; its address is read from its stderr.
+struct Replica {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Replica {
+    fn start(w: &World, extra: &[&str]) -> Replica {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .args(["serve", "--registry", w.gen.to_str().unwrap()])
+            .args(["--http", "127.0.0.1:0"])
+            .args(extra)
+            .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
+            .env("SLOW_TOOL", "create_entities")
+            .env("SLOW_MS", "800")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut seen = String::new();
+        let url = loop {
+            let Some(Ok(line)) = lines.next() else {
+                panic!("toolreg serve --http exited before listening: {seen}")
+            };
+            if let Some(url) = line.strip_prefix("toolreg serve: listening on ") {
+                break url.to_string();
+            }
+            seen.push_str(&line);
+        };
+        // Keep draining stderr so the replica never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Replica { child, url }
+    }
+
+    async fn client(&self) -> RunningService<RoleClient, ()> {
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(self.url.clone());
+        ().serve(transport)
+            .await
+            .expect("an MCP client connects over streamable HTTP")
+    }
+
+    /// SIGTERM, then the exit status (`None`: still running after 10 s).
+    fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    fn stop(mut self) -> std::process::ExitStatus {
+        self.terminate().expect("the replica stops on SIGTERM")
+    }
+}
+
+impl Drop for Replica {
+    /// A failed assertion must not leave a server (and its upstreams) running.
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() && self.terminate().is_none() {
+            let _ = self.child.kill();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_over_streamable_http_and_import_from_a_url() {
+    let w = world();
+    let a = Replica::start(&w, &[]);
+    let c = a.client().await;
+
+    // The same surface as over stdio, and calls forwarded to the upstream.
+    let listed = c.list_tools(None).await.unwrap();
+    let names: Vec<&str> = listed.tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["tool_help", "tool_exec", "tool_search"]);
+    assert!(listed
+        .meta
+        .unwrap()
+        .0
+        .contains_key("toolreg/registry_version"));
+    let dir = exec(&c, "filesystem.directory.list", json!({"path": w.files})).await;
+    assert!(text(&dir).contains("hello.txt"), "{}", text(&dir));
+    let e = envelope(&exec(&c, "filesystem.file.write", json!({"path": 7})).await);
+    assert_eq!(e["error"]["code"], "VALIDATION_ERROR");
+
+    // import --url: a live streamable HTTP server (this one) snapshotted like a stdio one, its
+    // upstream recorded with the url, and the drift check clean against it.
+    let defs = w.root.join("defs-http");
+    let out = toolreg(&[
+        "import",
+        "mcp",
+        "gateway",
+        "--url",
+        &a.url,
+        "-d",
+        defs.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let snapshot: Value =
+        serde_json::from_slice(&std::fs::read(defs.join("gateway.mcp.json")).unwrap()).unwrap();
+    let imported: Vec<&str> = snapshot["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(imported, sorted, "the snapshot is sorted by name");
+    let overlay = std::fs::read_to_string(defs.join("toolreg.toml")).unwrap();
+    assert!(
+        overlay.contains(&format!("url = \"{}\"", a.url)),
+        "{overlay}"
+    );
+    let out = toolreg(&["import", "--check", "-d", defs.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+
+    // A URL nobody serves: exit 2 with the URL named, quickly.
+    let started = Instant::now();
+    let out = toolreg(&[
+        "import",
+        "mcp",
+        "nobody",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "-d",
+        defs.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains("127.0.0.1:9"),
+        "{}",
+        common::stderr(&out)
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    drop(c);
+    let upstream = w.pid("filesystem");
+    assert!(a.stop().success());
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(!alive(upstream), "the upstream outlived the HTTP server");
+}
+
+/// A loopback redis-server on a free port, stopped on drop.
+#[cfg(feature = "redis")]
+struct Redis {
+    child: std::process::Child,
+    url: String,
+}
+
+#[cfg(feature = "redis")]
+impl Redis {
+    fn start() -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect(
+                "redis-server is not installed: `apt-get install redis-server` (scripts/test does)",
+            );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Redis {
+            child,
+            url: format!("redis://127.0.0.1:{port}"),
+        }
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(feature = "redis")]
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Two replicas sharing a real redis-server: one keyed write sent to both runs once, and both
+/// answer with the one result.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_run_a_keyed_write_once_with_a_redis_store() {
+    let w = world();
+    let mut redis = Redis::start();
+    let store = ["--idempotency", redis.url.as_str()];
+    let (a, b) = (Replica::start(&w, &store), Replica::start(&w, &store));
+    let (ca, cb) = (a.client().await, b.client().await);
+    let create = |key: &str, name: &str| {
+        json!({"op": "memory.entity.create", "idempotency_key": key,
+               "args": {"entities": [{"name": name, "entityType": "replica-test", "observations": ["once"]}]}})
+    };
+    let creates = || {
+        w.calls("memory")
+            .iter()
+            .filter(|c| *c == "create_entities")
+            .count()
+    };
+
+    // The same key to both at once (the upstream holds the call 0.8 s, so they overlap): one
+    // runs, the other is told it is in flight; nothing runs twice.
+    let (ra, rb) = tokio::join!(
+        call(&ca, "tool_exec", create("k1", "alpha")),
+        call(&cb, "tool_exec", create("k1", "alpha"))
+    );
+    let (ran, other) = if ra.is_error == Some(true) {
+        (rb, ra)
+    } else {
+        (ra, rb)
+    };
+    assert_ne!(ran.is_error, Some(true), "{}", text(&ran));
+    let e = envelope(&other);
+    assert_eq!(e["error"]["code"], "CONFLICT", "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("still running"),
+        "{e}"
+    );
+    assert_eq!(creates(), 1);
+
+    // Afterwards, either replica replays the first result without running the op.
+    for c in [&ca, &cb] {
+        let again = call(c, "tool_exec", create("k1", "alpha")).await;
+        assert_eq!(again.content, ran.content, "replayed result differs");
+        let meta = &again.meta.as_ref().unwrap().0["toolreg"];
+        assert!(meta["warnings"].to_string().contains("replayed"), "{meta}");
+    }
+    assert_eq!(creates(), 1);
+
+    // The key with other arguments, on the other replica: a conflict naming the first op.
+    let e = envelope(&call(&cb, "tool_exec", create("k1", "beta")).await);
+    assert_eq!(e["error"]["code"], "CONFLICT");
+    assert_eq!(e["error"]["details"]["first_op"], "memory.entity.create");
+    assert_eq!(creates(), 1);
+
+    // Store gone: the keyed write is refused, not run (it could run twice); unkeyed still runs.
+    redis.stop();
+    let e = envelope(&call(&ca, "tool_exec", create("k2", "gamma")).await);
+    assert_eq!(e["error"]["code"], "IDEMPOTENCY_UNAVAILABLE", "{e}");
+    assert_eq!(creates(), 1);
+
+    drop((ca, cb));
+    assert!(a.stop().success());
+    assert!(b.stop().success());
+
+    // A store that cannot be reached at start: exit 2, named.
+    let out = toolreg(&[
+        "serve",
+        "--registry",
+        w.gen.to_str().unwrap(),
+        "--http",
+        "127.0.0.1:0",
+        "--idempotency",
+        "redis://127.0.0.1:9",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains("redis://127.0.0.1:9"),
+        "{}",
+        common::stderr(&out)
+    );
+}

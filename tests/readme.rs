@@ -47,6 +47,7 @@ fn every_runtime_error_code_is_documented() {
         codes::CONFLICT,
         codes::NOT_IMPLEMENTED,
         codes::INTERNAL,
+        codes::IDEMPOTENCY_UNAVAILABLE,
     ] {
         assert!(
             text.contains(&format!("| `{code}` |")),

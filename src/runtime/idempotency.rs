@@ -1,12 +1,17 @@
 //! The idempotency store for write ops: a repeat with the same key and arguments returns the
 //! first result without running again; the same key with other arguments is a conflict.
 //!
-//! In memory, bounded: at most `capacity` keys (the oldest is evicted first) and each kept for
-//! `ttl`. A key whose first call is still running answers `CONFLICT` to a concurrent repeat.
-//! Failed calls are not remembered, so they can be retried with the same key.
+//! [`IdempotencyStore`] is what the gateway calls; [`MemoryStore`] (the default) keeps keys in
+//! this process, bounded: at most `capacity` keys (the oldest is evicted first) and each kept
+//! for `ttl`. Replicas behind a load balancer share one store instead (the Redis store of
+//! `toolreg serve`). A key whose first call is still running answers `CONFLICT` to a concurrent
+//! repeat. Failed calls are not remembered, so they can be retried with the same key.
 
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Defaults: 1,024 keys for 10 minutes.
@@ -38,6 +43,58 @@ pub enum Seen {
     InFlight,
 }
 
+/// A store could not answer (a shared store unreachable): the write is not run, since running it
+/// could run it twice.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// What a store method returns: boxed, so the trait stays object-safe without an async-trait
+/// dependency in the runtime.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Where the gateway keeps idempotency keys.
+///
+/// `begin` must be atomic: of two concurrent `begin`s with one key, exactly one sees
+/// [`Seen::New`]. After `New` the gateway calls `finish` (success) or `abandon` (failure).
+pub trait IdempotencyStore: Send + Sync {
+    fn begin<'a>(&'a self, key: &'a str, op: &'a str, args: &'a Value) -> StoreFuture<'a, Seen>;
+    fn finish<'a>(&'a self, key: &'a str, result: &'a Value) -> StoreFuture<'a, ()>;
+    fn abandon<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()>;
+}
+
+/// The in-process store (the default).
+pub struct MemoryStore(Mutex<Store>);
+
+impl MemoryStore {
+    pub fn new(capacity: usize, ttl: Duration) -> Self {
+        MemoryStore(Mutex::new(Store::new(capacity, ttl)))
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Store) -> T) -> T {
+        // A poisoned lock only means a panic elsewhere mid-update; the map is still usable.
+        f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl IdempotencyStore for MemoryStore {
+    fn begin<'a>(&'a self, key: &'a str, op: &'a str, args: &'a Value) -> StoreFuture<'a, Seen> {
+        let seen = self.with(|s| s.begin(key, op, args));
+        Box::pin(std::future::ready(Ok(seen)))
+    }
+
+    fn finish<'a>(&'a self, key: &'a str, result: &'a Value) -> StoreFuture<'a, ()> {
+        self.with(|s| s.finish(key, result.clone()));
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn abandon<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
+        self.with(|s| s.abandon(key));
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// The bounded map behind [`MemoryStore`].
 pub struct Store {
     capacity: usize,
     ttl: Duration,

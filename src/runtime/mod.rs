@@ -24,7 +24,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use validate::FieldError;
 
@@ -38,6 +38,8 @@ pub mod codes {
     pub const CONFLICT: &str = "CONFLICT";
     pub const NOT_IMPLEMENTED: &str = "NOT_IMPLEMENTED";
     pub const INTERNAL: &str = "INTERNAL";
+    /// A shared idempotency store did not answer; the keyed write was not run.
+    pub const IDEMPOTENCY_UNAVAILABLE: &str = "IDEMPOTENCY_UNAVAILABLE";
 }
 
 /// What a handler returns on failure. Its `code` (e.g. `NOT_FOUND` for a missing record) is
@@ -231,12 +233,29 @@ impl Envelope {
 }
 
 /// Runtime settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
+    /// Bounds of the default in-memory store (unused when `idempotency_store` is set).
     pub idempotency_capacity: usize,
     pub idempotency_ttl: Duration,
+    /// A shared store (several replicas); `None` keeps keys in this process.
+    pub idempotency_store: Option<Arc<dyn idempotency::IdempotencyStore>>,
     /// The scope for calls that do not give one.
     pub scope: Scope,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("idempotency_capacity", &self.idempotency_capacity)
+            .field("idempotency_ttl", &self.idempotency_ttl)
+            .field(
+                "shared_idempotency_store",
+                &self.idempotency_store.is_some(),
+            )
+            .field("scope", &self.scope)
+            .finish()
+    }
 }
 
 impl Default for Options {
@@ -244,6 +263,7 @@ impl Default for Options {
         Options {
             idempotency_capacity: idempotency::DEFAULT_CAPACITY,
             idempotency_ttl: idempotency::DEFAULT_TTL,
+            idempotency_store: None,
             scope: Scope::all(),
         }
     }
@@ -276,7 +296,7 @@ pub struct Gateway {
     index: SearchIndex,
     handlers: HashMap<String, Handler>,
     validators: HashMap<String, OnceLock<Result<jsonschema::Validator, String>>>,
-    idempotency: Mutex<idempotency::Store>,
+    idempotency: Arc<dyn idempotency::IdempotencyStore>,
     scope: Scope,
     trace_base: u64,
     trace_seq: AtomicU64,
@@ -322,10 +342,12 @@ impl Gateway {
             index,
             handlers: HashMap::new(),
             validators,
-            idempotency: Mutex::new(idempotency::Store::new(
-                options.idempotency_capacity,
-                options.idempotency_ttl,
-            )),
+            idempotency: options.idempotency_store.unwrap_or_else(|| {
+                Arc::new(idempotency::MemoryStore::new(
+                    options.idempotency_capacity,
+                    options.idempotency_ttl,
+                ))
+            }),
             scope: options.scope,
             trace_base,
             trace_seq: AtomicU64::new(0),
@@ -694,11 +716,18 @@ impl Gateway {
             (None, _) => None,
         };
         if let Some(k) = &key {
-            let seen = self
-                .idempotency
-                .lock()
-                .expect("idempotency lock")
-                .begin(k, &op, &args);
+            let seen = match self.idempotency.begin(k, &op, &args).await {
+                Ok(seen) => seen,
+                Err(e) => {
+                    return Err(fail(
+                        &op,
+                        codes::IDEMPOTENCY_UNAVAILABLE,
+                        format!("the idempotency store did not answer, so `{op}` was not run (running it could run it twice): {e}; retry with the same key"),
+                        json!({"idempotency_key": k}),
+                        &op,
+                    ))
+                }
+            };
             match seen {
                 idempotency::Seen::New => {}
                 idempotency::Seen::Replay(result) => {
@@ -733,10 +762,7 @@ impl Gateway {
         }
         let Some(handler) = self.handlers.get(&op).cloned() else {
             if let Some(k) = &key {
-                self.idempotency
-                    .lock()
-                    .expect("idempotency lock")
-                    .abandon(k);
+                self.forget(k).await;
             }
             return Err(fail(
                 &op,
@@ -749,10 +775,9 @@ impl Gateway {
         match handler(args).await {
             Ok(result) => {
                 if let Some(k) = &key {
-                    self.idempotency
-                        .lock()
-                        .expect("idempotency lock")
-                        .finish(k, result.clone());
+                    if let Err(e) = self.idempotency.finish(k, &result).await {
+                        warnings.push(format!("the result was not stored for idempotency_key `{k}` ({e}); a repeat may run the op again"));
+                    }
                 }
                 Ok(Done {
                     op,
@@ -762,10 +787,7 @@ impl Gateway {
             }
             Err(e) => {
                 if let Some(k) = &key {
-                    self.idempotency
-                        .lock()
-                        .expect("idempotency lock")
-                        .abandon(k);
+                    self.forget(k).await;
                 }
                 let mut details = e.details.unwrap_or_else(|| json!({}));
                 if !details.is_object() {
@@ -774,6 +796,12 @@ impl Gateway {
                 Err(fail(&op, &e.code, e.message, details, &op))
             }
         }
+    }
+
+    /// Releases a key whose call did not run or failed, so it can be retried. If the store does
+    /// not answer, the key expires with its ttl.
+    async fn forget(&self, key: &str) {
+        let _ = self.idempotency.abandon(key).await;
     }
 
     /// NOT_FOUND with did-you-mean candidates (in scope) and the nearest directory's help path.

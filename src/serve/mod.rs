@@ -9,12 +9,19 @@
 //! `isError: true` results carrying the toolreg envelope; JSON-RPC errors are kept for protocol
 //! faults (an unknown tool name).
 
+mod http;
 mod pool;
+#[cfg(feature = "redis")]
+mod redis_store;
 
+pub use http::run_http;
 pub use pool::Pool;
+#[cfg(feature = "redis")]
+pub use redis_store::RedisStore;
 
 use crate::help::HelpRequest;
 use crate::registry::Registry;
+use crate::runtime::idempotency::IdempotencyStore;
 use crate::runtime::search::SearchRequest;
 use crate::runtime::{Envelope, ExecCall, Gateway, HandlerError, Options, Scope};
 use rmcp::model::{
@@ -68,6 +75,37 @@ pub enum ServeError {
     Surface { path: String, message: String },
     #[error("no profile `{name}` in the registry (profiles: {known})")]
     UnknownProfile { name: String, known: String },
+    #[error("idempotency store `{spec}`: {message}")]
+    Store { spec: String, message: String },
+}
+
+/// The idempotency store `--idempotency` names: `memory` (the runtime's default, this process
+/// only) or `redis://...` (shared by replicas; feature `redis`).
+pub async fn idempotency_store(
+    spec: &str,
+) -> Result<Option<Arc<dyn IdempotencyStore>>, ServeError> {
+    let err = |message: String| ServeError::Store {
+        spec: spec.to_string(),
+        message,
+    };
+    if spec == "memory" {
+        return Ok(None);
+    }
+    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+        #[cfg(feature = "redis")]
+        {
+            let store = RedisStore::connect(spec, crate::runtime::idempotency::DEFAULT_TTL)
+                .await
+                .map_err(|e| err(e.to_string()))?;
+            return Ok(Some(Arc::new(store)));
+        }
+        #[cfg(not(feature = "redis"))]
+        return Err(err(
+            "this toolreg was built without the `redis` feature; rebuild with --features redis"
+                .into(),
+        ));
+    }
+    Err(err("use `memory` or `redis://HOST:PORT[/DB]`".into()))
 }
 
 /// The MCP server over one compiled registry folder.
@@ -86,8 +124,17 @@ struct Inner {
 
 impl Server {
     /// Loads `registry.json`, `help.json` and the chosen surface from `dir`, and registers a
-    /// forwarding handler for every op an upstream owns.
+    /// forwarding handler for every op an upstream owns. Idempotency keys stay in this process.
     pub fn load(dir: &Path, surface: &SurfaceChoice) -> Result<Server, ServeError> {
+        Self::load_with_store(dir, surface, None)
+    }
+
+    /// As [`Server::load`], with keys in `store` when given (shared by replicas).
+    pub fn load_with_store(
+        dir: &Path,
+        surface: &SurfaceChoice,
+        store: Option<Arc<dyn IdempotencyStore>>,
+    ) -> Result<Server, ServeError> {
         let read = |name: &str| {
             let path = dir.join(name);
             std::fs::read(&path).map_err(|source| crate::runtime::GatewayError::Io {
@@ -117,6 +164,7 @@ impl Server {
             help,
             Options {
                 scope,
+                idempotency_store: store,
                 ..Options::default()
             },
         )?;
@@ -377,17 +425,28 @@ impl ServerHandler for Server {
     }
 }
 
-/// Serves over stdin/stdout until the client disconnects or SIGTERM/SIGINT arrives, then stops
-/// every upstream (no orphans).
-pub async fn run_stdio(server: Server, eager: bool) -> Result<(), String> {
-    // Signals are taken first: a SIGTERM during start-up or the handshake stops the upstreams too.
+/// Resolves on SIGTERM or Ctrl-C. Installed before anything starts, so a signal during start-up
+/// or the handshake also stops the upstreams.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>, String> {
     #[cfg(unix)]
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
-    #[cfg(unix)]
-    let terminated = term.recv();
-    #[cfg(not(unix))]
-    let terminated = std::future::pending::<Option<()>>();
+    Ok(async move {
+        #[cfg(unix)]
+        let terminated = term.recv();
+        #[cfg(not(unix))]
+        let terminated = std::future::pending::<Option<()>>();
+        tokio::select! {
+            _ = terminated => {},
+            _ = tokio::signal::ctrl_c() => {},
+        }
+    })
+}
+
+/// Serves over stdin/stdout until the client disconnects or SIGTERM/SIGINT arrives, then stops
+/// every upstream (no orphans).
+pub async fn run_stdio(server: Server, eager: bool) -> Result<(), String> {
+    let stop = stop_signal()?;
     let serving = async {
         if eager {
             server.pool().start_all().await;
@@ -400,8 +459,7 @@ pub async fn run_stdio(server: Server, eager: bool) -> Result<(), String> {
     };
     let outcome = tokio::select! {
         r = serving => r,
-        _ = terminated => Ok(()),
-        _ = tokio::signal::ctrl_c() => Ok(()),
+        _ = stop => Ok(()),
     };
     server.pool().shutdown_all().await;
     outcome
