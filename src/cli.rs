@@ -544,7 +544,7 @@ pub fn run() -> ExitCode {
             match toolreg::runtime::eval::run(&gw, &text, &k) {
                 Ok(report) => {
                     match format {
-                        Format::Json => print_json(&report.metrics),
+                        Format::Json => print_json(&report.to_json()),
                         Format::Text => print!("{}", report.render_text()),
                     }
                     ExitCode::SUCCESS

@@ -32,6 +32,23 @@ impl Report {
         self.metrics[name].as_f64().unwrap_or(0.0)
     }
 
+    /// The metrics and, under `misses`, every query whose expected op was not first: its
+    /// query, expected names, rank (null beyond the top 10) and the top three ops.
+    pub fn to_json(&self) -> Value {
+        let mut out = self.metrics.as_object().cloned().unwrap_or_default();
+        let misses: Vec<Value> = self
+            .outcomes
+            .iter()
+            .filter(|o| o.rank != Some(1))
+            .map(|o| {
+                json!({"query": o.query, "expected": o.expected, "rank": o.rank,
+                       "top": &o.top[..o.top.len().min(3)]})
+            })
+            .collect();
+        out.insert("misses".into(), Value::Array(misses));
+        Value::Object(out)
+    }
+
     /// Metrics, then the queries that missed rank 1 (what to look at when tuning synonyms).
     pub fn render_text(&self) -> String {
         let mut out = String::new();
