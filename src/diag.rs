@@ -84,6 +84,7 @@ codes! {
     TopLevelType = "TR035", Warning, "the parameters schema had no top-level `type: object`";
     ArrayWithoutItems = "TR036", Warning, "an array schema has no `items`";
     BadSchema = "TR037", Error, "the parameters schema is not valid JSON Schema";
+    DuplicateKey = "TR038", Warning, "a JSON object in a definitions file has the same key twice";
     // Enrichment: examples, policies, profiles.
     InvalidExample = "TR040", Error, "an example in the overlay does not validate against its op's schema";
     NoExample = "TR041", Warning, "no valid minimal call could be synthesized for an op";

@@ -13,6 +13,8 @@ const CASES: &[(&str, i32, &[&str])] = &[
     // An ANSI escape, a newline forging a diagnostic line, a NUL: errors, printed escaped.
     ("control_chars", 1, &["TR028", "TR021"]),
     ("dead_alias", 1, &["TR017", "TR018", "TR020"]),
+    // The same key twice in one object: serde_json keeps the last, silently; a warning each.
+    ("duplicate_keys", 0, &["TR038"]),
     ("duplicate_names", 1, &["TR013"]),
     ("empty_file", 1, &["TR004"]),
     (

@@ -224,7 +224,7 @@ fn decode(
 
 fn parse_file(loaded: &mut Loaded, idx: usize, diags: &mut Diagnostics) {
     let file = &loaded.files[idx];
-    let value: Value = match serde_json::from_str(&file.text) {
+    let (value, repeated) = match super::source::parse_json_checked(&file.text) {
         Ok(v) => v,
         Err(err) => {
             diags.push(
@@ -242,6 +242,20 @@ fn parse_file(loaded: &mut Loaded, idx: usize, diags: &mut Diagnostics) {
             return;
         }
     };
+    for pointer in repeated {
+        let key = pointer.rsplit('/').next().unwrap_or_default().to_string();
+        diags.push(
+            Diagnostic::new(
+                Code::DuplicateKey,
+                format!(
+                    "key `{}` appears twice in one object; the last value is used",
+                    crate::diag::escape_controls(&key.replace("~1", "/").replace("~0", "~"))
+                ),
+            )
+            .at(loaded.loc(idx, &pointer))
+            .help("delete one of the two: JSON parsers differ on which they keep, so a provider may see the other"),
+        );
+    }
     let (entries, base): (Vec<Value>, &str) = match value {
         Value::Array(items) => (items, ""),
         Value::Object(mut obj) => match obj.remove("tools") {

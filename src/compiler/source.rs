@@ -123,10 +123,11 @@ impl<'a> PositionTree<'a> {
         for raw in pointer.trim_start_matches('/').split('/') {
             let seg = unescape_segment(raw);
             let next = match node {
+                // The last of repeated keys: the value serde_json kept (TR038 names the repeat).
                 Ast::Object(o) => o
                     .properties
                     .iter()
-                    .find(|p| p.name.as_str() == seg)
+                    .rfind(|p| p.name.as_str() == seg)
                     .map(|p| &p.value),
                 Ast::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.elements.get(i)),
                 _ => None,
@@ -217,5 +218,134 @@ mod tests {
         assert_eq!(got[1], Some((2, 22)));
         // A missing key falls back to the deepest existing value.
         assert_eq!(got[2], Some((2, 3)));
+    }
+}
+
+/// Parses JSON like `serde_json::from_str::<Value>`, and returns the JSON pointer of every key
+/// that repeats one earlier in its object (serde_json silently keeps the last; providers'
+/// parsers may keep either, so the catalog would mean two things). Nesting is bounded by
+/// serde_json's own recursion limit.
+pub fn parse_json_checked(
+    text: &str,
+) -> Result<(serde_json::Value, Vec<String>), serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut dups = Vec::new();
+    let mut path = String::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Checked {
+        path: &mut path,
+        dups: &mut dups,
+    }
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok((value, dups))
+}
+
+/// Builds a `Value` while recording repeated keys. `path` is the JSON pointer of the value
+/// being read, one buffer extended and cut back as the reader descends (no string per value).
+struct Checked<'a> {
+    path: &'a mut String,
+    dups: &'a mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Checked<'_> {
+    type Value = serde_json::Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Checked<'_> {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        use std::fmt::Write;
+        let mut items = Vec::new();
+        let base = self.path.len();
+        loop {
+            let _ = write!(self.path, "/{}", items.len());
+            let next = seq.next_element_seed(Checked {
+                path: &mut *self.path,
+                dups: &mut *self.dups,
+            })?;
+            self.path.truncate(base);
+            match next {
+                Some(v) => items.push(v),
+                None => break,
+            }
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut obj = serde_json::Map::new();
+        let base = self.path.len();
+        while let Some(key) = map.next_key::<String>()? {
+            self.path.push('/');
+            if key.contains(['~', '/']) {
+                self.path.push_str(&pointer_segment(&key));
+            } else {
+                self.path.push_str(&key);
+            }
+            if obj.contains_key(&key) {
+                self.dups.push(self.path.clone());
+            }
+            let value = map.next_value_seed(Checked {
+                path: &mut *self.path,
+                dups: &mut *self.dups,
+            })?;
+            self.path.truncate(base);
+            obj.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(obj))
+    }
+}
+
+#[cfg(test)]
+mod checked_tests {
+    use super::parse_json_checked;
+
+    #[test]
+    fn repeated_keys_are_found_at_every_depth_and_the_value_matches_serde_json() {
+        let text =
+            r#"[{"a": 1, "b": {"x": 1, "x": 2}, "a": 3}, {"c/d": [1, {"k": 0, "k": 1}]}, 1.5e3]"#;
+        let (value, dups) = parse_json_checked(text).unwrap();
+        assert_eq!(
+            value,
+            serde_json::from_str::<serde_json::Value>(text).unwrap()
+        );
+        assert_eq!(dups, ["/0/b/x", "/0/a", "/1/c~1d/1/k"]);
+        assert!(parse_json_checked("{\"a\": 1} x").is_err());
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        assert!(
+            parse_json_checked(&deep).is_err(),
+            "recursion limit applies"
+        );
     }
 }
