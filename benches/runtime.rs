@@ -88,6 +88,10 @@ fn main() {
                 "delete an invoice",
                 "what reports exist",
                 "zzqx nothing",
+                // Typo tolerance, abbreviations and phrases take their own paths.
+                "get rid of the invocie",
+                "send a msg about the scheduel",
+                "set up a new e-mail acount",
             ]
             .map(str::to_owned),
         )
