@@ -168,6 +168,16 @@ fn envelope(r: &CallToolResult) -> Value {
     e
 }
 
+/// The names of a `{"tools": [...]}` list (a tools/list result or an import snapshot).
+fn tool_names(list: &Value) -> Vec<&str> {
+    list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
 fn alive(pid: i32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -534,13 +544,10 @@ fn the_official_inspector_lists_and_calls_tools_of_toolreg_serve() {
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
     let listed = inspect(&["--method", "tools/list"]);
-    let names: Vec<&str> = listed["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["tool_help", "tool_exec", "tool_search"]);
+    assert_eq!(
+        tool_names(&listed),
+        ["tool_help", "tool_exec", "tool_search"]
+    );
     let files = format!("args={}", json!({"path": w.files}));
     let called = inspect(&[
         "--method",
@@ -666,12 +673,7 @@ async fn serve_over_streamable_http_and_import_from_a_url() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     let snapshot: Value =
         serde_json::from_slice(&std::fs::read(defs.join("gateway.mcp.json")).unwrap()).unwrap();
-    let imported: Vec<&str> = snapshot["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let imported = tool_names(&snapshot);
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(imported, sorted, "the snapshot is sorted by name");

@@ -44,6 +44,29 @@ impl RedisStore {
         Ok(RedisStore { conn, ttl })
     }
 
+    fn redis_key(key: &str) -> String {
+        format!("{PREFIX}{key}")
+    }
+
+    /// The entry under a Redis key, if any; `None` when it expired.
+    async fn entry(
+        conn: &mut ConnectionManager,
+        redis_key: &str,
+    ) -> Result<Option<Value>, StoreError> {
+        let found: Option<String> = redis::cmd("GET")
+            .arg(redis_key)
+            .query_async(conn)
+            .await
+            .map_err(store_err)?;
+        found
+            .map(|f| {
+                serde_json::from_str(&f).map_err(|e| {
+                    store_err(format!("`{redis_key}` does not hold a toolreg entry: {e}"))
+                })
+            })
+            .transpose()
+    }
+
     fn ttl_ms(&self) -> u64 {
         u64::try_from(self.ttl.as_millis())
             .unwrap_or(u64::MAX)
@@ -52,7 +75,7 @@ impl RedisStore {
 
     async fn begin_async(&self, key: &str, op: &str, args: &Value) -> Result<Seen, StoreError> {
         let mut conn = self.conn.clone();
-        let redis_key = format!("{PREFIX}{key}");
+        let redis_key = Self::redis_key(key);
         let running = json!({"op": op, "args": args, "done": false}).to_string();
         // Set-if-absent, then read what is there; a key that expired between the two is tried again.
         for _ in 0..3 {
@@ -68,15 +91,9 @@ impl RedisStore {
             if set.is_some() {
                 return Ok(Seen::New);
             }
-            let found: Option<String> = redis::cmd("GET")
-                .arg(&redis_key)
-                .query_async(&mut conn)
-                .await
-                .map_err(store_err)?;
-            let Some(found) = found else { continue };
-            let entry: Value = serde_json::from_str(&found).map_err(|e| {
-                store_err(format!("`{redis_key}` does not hold a toolreg entry: {e}"))
-            })?;
+            let Some(entry) = Self::entry(&mut conn, &redis_key).await? else {
+                continue;
+            };
             let first_op = entry.get("op").and_then(Value::as_str).unwrap_or_default();
             if first_op != op || entry.get("args") != Some(args) {
                 return Ok(Seen::Mismatch {
@@ -94,13 +111,8 @@ impl RedisStore {
 
     async fn finish_async(&self, key: &str, result: &Value) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
-        let redis_key = format!("{PREFIX}{key}");
-        let found: Option<String> = redis::cmd("GET")
-            .arg(&redis_key)
-            .query_async(&mut conn)
-            .await
-            .map_err(store_err)?;
-        let Some(mut entry) = found.and_then(|f| serde_json::from_str::<Value>(&f).ok()) else {
+        let redis_key = Self::redis_key(key);
+        let Some(mut entry) = Self::entry(&mut conn, &redis_key).await? else {
             return Ok(()); // expired meanwhile: nothing to keep
         };
         entry["done"] = Value::Bool(true);
@@ -120,7 +132,7 @@ impl RedisStore {
     async fn abandon_async(&self, key: &str) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
         let _: i64 = redis::cmd("DEL")
-            .arg(format!("{PREFIX}{key}"))
+            .arg(Self::redis_key(key))
             .query_async(&mut conn)
             .await
             .map_err(store_err)?;
