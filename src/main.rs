@@ -6,6 +6,10 @@ mod cli_mcp;
 
 use std::process::ExitCode;
 
+// See Cargo.toml (`mimalloc`): the compiler allocates heavily from several threads.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // A panic is a toolreg bug, never a verdict on the input: report it as an input/usage-class
     // failure (2) instead of Rust's 101, with a pointer to where to report it.

@@ -118,6 +118,18 @@ fn fixture_features_become_proper_types() {
         (a, b),
         (OpArgs::FxWidgetPaint(_), OpArgs::FxGadgetPaint(_))
     ));
+    // Same-titled inline enums with different values: each op gets its own type (typify alone
+    // would name both `Finish` and give the second op the first op's values).
+    let paint = |tool: &str, id: &str, color: serde_json::Value, finish: &str| {
+        OpArgs::parse(tool, json!({id: "x", "color": color, "finish": finish}))
+    };
+    let rgb = json!({"r": 1, "g": 2, "b": 3});
+    assert!(paint("paint_widget", "widget_id", rgb.clone(), "gloss").is_ok());
+    assert!(paint("paint_widget", "widget_id", rgb, "metallic").is_err());
+    assert!(paint("paint_gadget", "gadget_id", json!("teal"), "metallic").is_ok());
+    assert!(paint("paint_gadget", "gadget_id", json!("teal"), "gloss").is_err());
+    assert_eq!(FxWidgetPaintFinish::Gloss.to_string(), "gloss");
+    assert_eq!(FxGadgetPaintFinish::Chalk.to_string(), "chalk");
     // oneOf with a const discriminator, anyOf with null, no arguments, keyword names.
     assert!(OpArgs::parse(
         "ship_order",

@@ -5220,15 +5220,14 @@ pub struct UtilWebVisitArgs {
 }
 /// Generation of default values for serde.
 pub mod defaults {
+    pub(super) fn calendar_event_create_args_calendar_id() -> ::std::string::String {
+        "primary".to_string()
+    }
+    pub(super) fn calendar_event_list_args_calendar_id() -> ::std::string::String {
+        "primary".to_string()
+    }
     pub(super) fn default_bool<const V: bool>() -> bool {
         V
-    }
-    pub(super) fn default_u64<T, const V: u64>() -> T
-    where
-        T: ::std::convert::TryFrom<u64>,
-        <T as ::std::convert::TryFrom<u64>>::Error: ::std::fmt::Debug,
-    {
-        T::try_from(V).unwrap()
     }
     pub(super) fn default_nzu64<T, const V: u64>() -> T
     where
@@ -5237,11 +5236,12 @@ pub mod defaults {
     {
         T::try_from(::std::num::NonZeroU64::try_from(V).unwrap()).unwrap()
     }
-    pub(super) fn calendar_event_create_args_calendar_id() -> ::std::string::String {
-        "primary".to_string()
-    }
-    pub(super) fn calendar_event_list_args_calendar_id() -> ::std::string::String {
-        "primary".to_string()
+    pub(super) fn default_u64<T, const V: u64>() -> T
+    where
+        T: ::std::convert::TryFrom<u64>,
+        <T as ::std::convert::TryFrom<u64>>::Error: ::std::fmt::Debug,
+    {
+        T::try_from(V).unwrap()
     }
     pub(super) fn onto_document_create_args_state_key() -> super::OntoDocumentCreateArgsStateKey {
         super::OntoDocumentCreateArgsStateKey::Draft

@@ -105,16 +105,30 @@ impl Emitter {
         }
     }
 
-    fn emit(self, reg: &Registry, settings: &Settings, diags: &mut Diagnostics) -> FileMap {
+    fn emit(self, reg: &Registry, shared: &Shared, diags: &mut Diagnostics) -> FileMap {
+        let settings = shared.settings;
         match self {
             Emitter::Registry => registry_json::emit(reg),
-            Emitter::Help => help::emit(reg),
+            Emitter::Help => help::emit(shared.help(reg)),
             Emitter::Surfaces => surfaces::emit(reg),
-            Emitter::Report => report::emit(reg),
+            Emitter::Report => report::emit(reg, shared.help(reg)),
             Emitter::Rust => rust::emit(reg, diags),
             Emitter::Ts => typescript::emit(reg),
             Emitter::Docs => docs::render(reg, settings.templates.as_deref(), diags),
         }
+    }
+}
+
+/// What several emitters need, built once by whichever asks first (the help pages feed both
+/// `help.json` and the report's page sizes).
+struct Shared<'a> {
+    settings: &'a Settings,
+    help: std::sync::OnceLock<crate::help::HelpDoc>,
+}
+
+impl Shared<'_> {
+    fn help(&self, reg: &Registry) -> &crate::help::HelpDoc {
+        self.help.get_or_init(|| help::build(reg))
     }
 }
 
@@ -135,9 +149,13 @@ pub fn emit_with(
     // first, then merge files and diagnostics in emitter order so output stays byte-identical.
     let mut order: Vec<usize> = (0..emitters.len()).collect();
     order.sort_by_key(|&i| emitters[i].cost_rank());
+    let shared = Shared {
+        settings,
+        help: std::sync::OnceLock::new(),
+    };
     let mut results = crate::parallel::map_in_order(&order, |&i| {
         let mut d = Diagnostics::default();
-        let files = emitters[i].emit(reg, settings, &mut d);
+        let files = emitters[i].emit(reg, &shared, &mut d);
         (i, files, d)
     });
     results.sort_by_key(|(i, _, _)| *i);

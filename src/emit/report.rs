@@ -6,8 +6,7 @@ use crate::registry::Registry;
 
 pub const FILE: &str = "report.json";
 
-pub fn emit(reg: &Registry) -> FileMap {
-    let help = super::help::build(reg);
-    let report = crate::report::build(reg, &help);
+pub fn emit(reg: &Registry, help: &crate::help::HelpDoc) -> FileMap {
+    let report = crate::report::build(reg, help);
     FileMap::from([(FILE.to_string(), to_pretty(&sort_keys(&report)))])
 }

@@ -2,12 +2,17 @@
 //! written here: `Op`, `OpKind`, `OpArgs::parse`, `REGISTRY_VERSION`.
 //!
 //! Each op's schema is prepared first: `$defs` become `definitions` namespaced by the op (two
-//! tools defining `Color` never collide), the root is titled `{Op}Args`, descriptions are
-//! sanitized for rustdoc (fences become `text` blocks, brackets are escaped, so no doctests and
-//! no broken intra-doc links), and `format` / `pattern` are dropped (they would pull chrono, uuid
-//! and regress into user crates; the runtime validates them). Each op is tried alone inside
-//! `catch_unwind` before it joins the shared type space: a schema typify cannot take falls back to
-//! `serde_json::Value` with a TR070 warning instead of failing the build.
+//! tools defining `Color` never collide), the root is titled `{Op}Args` and nested titles are
+//! prefixed with the op (two tools' inline `"title": "Mode"` never collide either), descriptions
+//! are sanitized for rustdoc (fences become `text` blocks, brackets are escaped, so no doctests
+//! and no broken intra-doc links), and `format` / `pattern` are dropped (they would pull chrono,
+//! uuid and regress into user crates; the runtime validates them).
+//!
+//! Each op is typed in its own type space, on every core, inside `catch_unwind`: a schema typify
+//! cannot take falls back to `serde_json::Value` with a TR070 warning instead of failing the
+//! build, and memory stays bounded by the largest op (one shared space for 10,000 ops held
+//! 2.7 GB). typify's shared `defaults` functions are merged by name and its `error` module is
+//! written once. Repeated impl blocks are formatted once (see `ImplMemo`).
 //!
 //! The file is meant for `include!`: no inner attributes. It needs `serde`, `serde_json` and
 //! `serde_path_to_error` (which names the failing field in `OpArgs::parse`).
@@ -60,9 +65,14 @@ pub fn sanitize_doc(text: &str) -> String {
     out.join("\n")
 }
 
-fn prepare_node(v: &mut Value, rename: &dyn Fn(&str) -> Option<String>) {
+fn prepare_node(v: &mut Value, stem: &str, rename: &dyn Fn(&str) -> Option<String>) {
     match v {
         Value::Object(obj) => {
+            // typify names a titled subschema after its title: prefixed with the op's stem, so
+            // two ops' `"title": "Mode"` never name one type (the root's title is set later).
+            if let Some(Value::String(t)) = obj.get_mut("title") {
+                *t = format!("{stem}{}", t.to_upper_camel_case());
+            }
             obj.remove("format");
             obj.remove("pattern");
             obj.remove("$schema");
@@ -75,9 +85,9 @@ fn prepare_node(v: &mut Value, rename: &dyn Fn(&str) -> Option<String>) {
                     *r = new;
                 }
             }
-            crate::schema::for_each_subschema_mut(obj, |_, sub| prepare_node(sub, rename));
+            crate::schema::for_each_subschema_mut(obj, |_, sub| prepare_node(sub, stem, rename));
         }
-        Value::Array(items) => items.iter_mut().for_each(|i| prepare_node(i, rename)),
+        Value::Array(items) => items.iter_mut().for_each(|i| prepare_node(i, stem, rename)),
         _ => {}
     }
 }
@@ -102,11 +112,11 @@ fn prepare(r: &OpRecord, stem: &str) -> Value {
             .find_map(|p| r.strip_prefix(p))
             .map(|name| format!("#/definitions/{stem}{}", name.to_upper_camel_case()))
     };
-    prepare_node(&mut schema, &rename);
+    prepare_node(&mut schema, stem, &rename);
     let mut defs = Value::Object(defs);
     if let Value::Object(d) = &mut defs {
         for def in d.values_mut() {
-            prepare_node(def, &rename);
+            prepare_node(def, stem, &rename);
         }
     }
     let obj = schema.as_object_mut().expect("still an object");
@@ -153,59 +163,238 @@ pub struct Generated {
     pub fallbacks: BTreeMap<String, String>,
 }
 
+/// One op's share of the output: its types (formatted) and the `defaults` functions they call.
+struct OpTypes {
+    root: String,
+    items: String,
+    /// `defaults` module functions by name, as source text (merged and formatted once at the end).
+    defaults: Vec<(String, String)>,
+}
+
+/// Formatted impl blocks, keyed by their tokens with the op's stem masked. typify writes the same
+/// impls (`Display`, `FromStr`, `TryFrom`, `Deref`, ...) for every enum or newtype of the same
+/// shape, and parsing and formatting each copy was most of the emitter's time at 10,000 ops. A
+/// mask is as long as the stem it hides, so a hit formats exactly as a fresh parse would (the
+/// formatter only sees widths); `memo_matches_fresh_formatting` proves it on the repo's catalogs.
+#[derive(Default)]
+struct ImplMemo {
+    formatted: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<str>>>,
+    /// Items served from the memo (the test checks the memo was exercised).
+    hits: std::sync::atomic::AtomicUsize,
+}
+
+/// The mask for a stem: NUL bytes, which never occur in token text or formatted Rust (literals
+/// print escaped), so unmasking cannot touch anything else.
+fn mask_for(stem: &str) -> String {
+    "\0".repeat(stem.len())
+}
+
+impl ImplMemo {
+    /// The formatted text of one impl item (`None`: it does not parse).
+    fn format(&self, item: proc_macro2::TokenStream, stem: &str) -> Option<String> {
+        if !stem.is_ascii() || stem.is_empty() {
+            return format_items(item);
+        }
+        let mask = mask_for(stem);
+        let key = item.to_string().replace(stem, &mask);
+        let hit = self.formatted.lock().ok()?.get(&key).cloned();
+        if let Some(text) = hit {
+            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Some(text.replace(&mask, stem));
+        }
+        let text = format_items(item)?;
+        let masked: std::sync::Arc<str> = text.replace(stem, &mask).into();
+        if let Ok(mut memo) = self.formatted.lock() {
+            memo.insert(key, masked);
+        }
+        Some(text)
+    }
+}
+
+/// Parses and formats a run of items.
+fn format_items(tokens: proc_macro2::TokenStream) -> Option<String> {
+    let file = syn::parse2::<syn::File>(tokens).ok()?;
+    Some(prettyplease::unparse(&file))
+}
+
+/// What a top-level item of typify's output is, as far as the emitter cares.
+#[derive(PartialEq)]
+enum ItemKind {
+    Impl,
+    /// `mod error`: the same in every type space, written once at the end.
+    ErrorModule,
+    Other,
+}
+
+/// typify's output split into top-level items: attributes, then tokens up to a `{...}` body or
+/// a `;`.
+fn split_items(tokens: proc_macro2::TokenStream) -> Vec<(ItemKind, proc_macro2::TokenStream)> {
+    use proc_macro2::{Delimiter, TokenTree};
+    let mut items = Vec::new();
+    let mut current: Vec<TokenTree> = Vec::new();
+    // The item's keyword and the identifier after it (`impl`, `mod error`, `struct X`).
+    let mut words: Vec<String> = Vec::new();
+    for tree in tokens {
+        let ends = match &tree {
+            TokenTree::Group(g) => g.delimiter() == Delimiter::Brace,
+            TokenTree::Punct(p) => p.as_char() == ';',
+            TokenTree::Ident(i) => {
+                if words.len() < 2 && i != "pub" {
+                    words.push(i.to_string());
+                }
+                false
+            }
+            _ => false,
+        };
+        current.push(tree);
+        if ends {
+            let kind = match words.first().map(String::as_str) {
+                Some("impl") => ItemKind::Impl,
+                Some("mod") if words.get(1).is_some_and(|w| w == "error") => ItemKind::ErrorModule,
+                _ => ItemKind::Other,
+            };
+            words.clear();
+            items.push((kind, current.drain(..).collect()));
+        }
+    }
+    if !current.is_empty() {
+        items.push((ItemKind::Other, current.into_iter().collect()));
+    }
+    items
+}
+
+/// Types one op alone, in its own type space. Every name typify can produce for it starts with
+/// the op's stem (root title, namespaced `$defs`, prefixed nested titles), so ops never share a
+/// type; a type space per op keeps memory bounded by the largest op, not the catalog, and lets
+/// the ops run in parallel.
+fn op_types(schema: &Value, stem: &str, memo: Option<&ImplMemo>) -> Result<OpTypes, String> {
+    let mut space = typify::TypeSpace::new(&settings());
+    let root = add(&mut space, schema)?;
+    let tokens = space.to_stream();
+    drop(space);
+    let unparsable = || "typify output did not parse".to_string();
+    let mut items = String::new();
+    let mut defaults = Vec::new();
+    // Runs of items that are not memoized are formatted together (fewer, larger parses).
+    let mut plain = proc_macro2::TokenStream::new();
+    for (kind, item) in split_items(tokens) {
+        match memo {
+            _ if kind == ItemKind::ErrorModule => {}
+            Some(memo) if kind == ItemKind::Impl => {
+                items.push_str(&format_items(std::mem::take(&mut plain)).ok_or_else(unparsable)?);
+                items.push_str(&memo.format(item, stem).ok_or_else(unparsable)?);
+            }
+            _ => plain.extend(item),
+        }
+    }
+    let file =
+        syn::parse2::<syn::File>(plain).map_err(|e| format!("typify output did not parse: {e}"))?;
+    let mut rest = Vec::new();
+    for item in file.items {
+        match item {
+            syn::Item::Mod(m) if m.ident == "defaults" => {
+                for inner in m.content.map(|(_, items)| items).unwrap_or_default() {
+                    let name = match &inner {
+                        syn::Item::Fn(f) => f.sig.ident.to_string(),
+                        _ => String::new(),
+                    };
+                    let text = prettyplease::unparse(&syn::File {
+                        shebang: None,
+                        attrs: Vec::new(),
+                        items: vec![inner],
+                    });
+                    defaults.push((name, text));
+                }
+            }
+            other => rest.push(other),
+        }
+    }
+    items.push_str(&prettyplease::unparse(&syn::File {
+        shebang: None,
+        attrs: Vec::new(),
+        items: rest,
+    }));
+    Ok(OpTypes {
+        root,
+        items,
+        defaults,
+    })
+}
+
+/// Op stems, made unique: two ops whose names differ only in where the dots and underscores
+/// fall (`a.b_c`, `a_b.c`) would otherwise share `ABC`; the later one gets a number.
+pub fn stems(ops: &[&OpRecord]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    ops.iter()
+        .map(|r| {
+            let base = pascal(&r.op);
+            let mut stem = base.clone();
+            let mut n = 2;
+            while !seen.insert(stem.clone()) {
+                stem = format!("{base}{n}");
+                n += 1;
+            }
+            stem
+        })
+        .collect()
+}
+
 pub fn generate(reg: &Registry) -> Generated {
+    generate_with(reg, Some(&ImplMemo::default()))
+}
+
+/// `generate`, with or without the impl memo (the test compares both).
+fn generate_with(reg: &Registry, memo: Option<&ImplMemo>) -> Generated {
     let ops: Vec<&OpRecord> = reg.ops.values().collect();
-    let stems: Vec<String> = ops.iter().map(|r| pascal(&r.op)).collect();
-    let prepared: Vec<Value> = ops.iter().zip(&stems).map(|(r, s)| prepare(r, s)).collect();
+    let stems = stems(&ops);
     // Silence typify's panic messages while probing; restore the hook afterwards.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
+    let indices: Vec<usize> = (0..ops.len()).collect();
+    let typed = crate::parallel::map_in_order(&indices, |&i| {
+        op_types(&prepare(ops[i], &stems[i]), &stems[i], memo)
+    });
+    std::panic::set_hook(hook);
     let mut fallbacks = BTreeMap::new();
-    for (i, r) in ops.iter().enumerate() {
-        let mut scratch = typify::TypeSpace::new(&settings());
-        if let Err(why) = add(&mut scratch, &prepared[i]) {
-            fallbacks.insert(r.op.clone(), why);
+    let mut names = BTreeMap::new();
+    let mut types = String::new();
+    let mut defaults: BTreeMap<String, String> = BTreeMap::new();
+    for (r, outcome) in ops.iter().zip(typed) {
+        match outcome {
+            Ok(t) => {
+                names.insert(r.op.clone(), t.root);
+                types.push_str(&t.items);
+                for (name, text) in t.defaults {
+                    defaults.entry(name).or_insert(text);
+                }
+            }
+            Err(why) => {
+                fallbacks.insert(r.op.clone(), why);
+            }
         }
     }
-    // The shared space; an op that only fails in company is dropped and the space rebuilt.
-    let (space, names) = loop {
-        let mut space = typify::TypeSpace::new(&settings());
-        let mut names = BTreeMap::new();
-        let mut failed = None;
-        for (i, r) in ops.iter().enumerate() {
-            if fallbacks.contains_key(&r.op) {
-                continue;
-            }
-            match add(&mut space, &prepared[i]) {
-                Ok(name) => {
-                    names.insert(r.op.clone(), name);
-                }
-                Err(why) => {
-                    failed = Some((r.op.clone(), why));
-                    break;
-                }
-            }
-        }
-        match failed {
-            Some((op, why)) => {
-                fallbacks.insert(op, why);
-            }
-            None => break (space, names),
-        }
-    };
-    std::panic::set_hook(hook);
-    let tokens = space.to_stream();
-    // Each stage's input is dropped before the next stage allocates: at 10,000 ops the type
-    // space, the token stream and the syntax tree are each hundreds of megabytes.
-    drop(space);
-    let parsed = syn::parse2::<syn::File>(tokens);
-    let types = match parsed {
-        Ok(file) => prettyplease::unparse(&file),
-        Err(e) => format!("// toolreg: typify output did not parse: {e}\n"),
-    };
+    types.push_str(&shared_modules(&defaults));
     Generated {
         code: assemble(reg, &ops, &stems, &names, &types),
         fallbacks,
+    }
+}
+
+/// typify's `defaults` module (the union of every op's functions, by name) and its `error`
+/// module (the same for every type space), formatted once.
+fn shared_modules(defaults: &BTreeMap<String, String>) -> String {
+    let mut source = String::new();
+    if !defaults.is_empty() {
+        source.push_str("/// Generation of default values for serde.\npub mod defaults {\n");
+        for text in defaults.values() {
+            source.push_str(text);
+        }
+        source.push_str("}\n");
+    }
+    source.push_str(&typify::TypeSpace::new(&settings()).to_stream().to_string());
+    match syn::parse_file(&source) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(e) => format!("// toolreg: typify's shared modules did not parse: {e}\n"),
     }
 }
 
@@ -332,6 +521,50 @@ pub fn emit(reg: &Registry, diags: &mut Diagnostics) -> FileMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn compile(dir: &str) -> Registry {
+        let defs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        crate::compiler::compile(&defs)
+            .registry
+            .unwrap_or_else(|| panic!("{dir} compiles"))
+    }
+
+    /// The impl memo changes nothing: every catalog in the repo (hand-written, fixture with
+    /// every schema feature, and real MCP servers' tool lists) gives the same file with and
+    /// without it, and the memo was used.
+    #[test]
+    fn memo_matches_fresh_formatting() {
+        let mut hits = 0;
+        for dir in [
+            "definitions",
+            "examples/universal-agent/definitions",
+            "tests/fixture/definitions",
+            "tests/catalogs/github",
+            "tests/catalogs/reference-servers",
+        ] {
+            let reg = compile(dir);
+            let memo = ImplMemo::default();
+            let with = generate_with(&reg, Some(&memo));
+            let fresh = generate_with(&reg, None);
+            assert_eq!(with.fallbacks, fresh.fallbacks, "{dir}");
+            assert!(
+                with.code == fresh.code,
+                "{dir}: the memo changed the output"
+            );
+            hits += memo.hits.load(std::sync::atomic::Ordering::Relaxed);
+        }
+        assert!(hits > 20, "the memo served {hits} impls");
+    }
+
+    #[test]
+    fn stems_stay_unique() {
+        let reg = compile("tests/fixture/definitions");
+        let mut a = reg.ops.values().next().unwrap().clone();
+        let mut b = a.clone();
+        a.op = "fx.a.b_c".into();
+        b.op = "fx.a_b.c".into();
+        assert_eq!(stems(&[&a, &b]), ["FxABC", "FxABC2"]);
+    }
 
     #[test]
     fn names_and_docs() {

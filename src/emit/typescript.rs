@@ -7,7 +7,6 @@
 //! `Op`, `ToolName`, `OpArgs`, `OP_TO_TOOL`, `TOOL_TO_OP`, `OP_KIND`, `REGISTRY_VERSION`,
 //! `ExecCall<O>`.
 
-use super::rust::pascal;
 use super::FileMap;
 use crate::registry::Registry;
 use heck::ToUpperCamelCase;
@@ -219,9 +218,10 @@ pub fn generate(reg: &Registry) -> String {
         reg.name, reg.registry_version
     );
     o.push_str(&format!("/** The registry these bindings were generated from. */\nexport const REGISTRY_VERSION = {:?} as const;\n\n", reg.registry_version));
-    for r in reg.ops.values() {
-        let stem = pascal(&r.op);
-        let ctx = Ctx { stem: &stem };
+    let all: Vec<&crate::registry::OpRecord> = reg.ops.values().collect();
+    let stems = super::rust::stems(&all);
+    for (r, stem) in all.iter().zip(&stems) {
+        let ctx = Ctx { stem };
         let schema = &r.parameters_schema;
         for k in ["$defs", "definitions"] {
             if let Some(defs) = schema.get(k).and_then(Value::as_object) {
@@ -259,7 +259,7 @@ pub fn generate(reg: &Registry) -> String {
             o.push_str(&format!("export interface {stem}Args {{\n{members}}}\n\n"));
         }
     }
-    let ops: Vec<&crate::registry::OpRecord> = reg.ops.values().collect();
+    let ops = all;
     let union = |items: Vec<String>| {
         if items.is_empty() {
             "never".to_string()
@@ -276,8 +276,8 @@ pub fn generate(reg: &Registry) -> String {
         union(ops.iter().map(|r| format!("{:?}", r.tool_name)).collect())
     ));
     o.push_str("/** The arguments of each op. */\nexport interface OpArgs {\n");
-    for r in &ops {
-        o.push_str(&format!("  {:?}: {}Args;\n", r.op, pascal(&r.op)));
+    for (r, stem) in ops.iter().zip(&stems) {
+        o.push_str(&format!("  {:?}: {stem}Args;\n", r.op));
     }
     o.push_str("}\n\n/** op -> tool name. */\nexport const OP_TO_TOOL: { readonly [O in Op]: ToolName } = {\n");
     for r in &ops {

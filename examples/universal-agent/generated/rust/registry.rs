@@ -2458,17 +2458,16 @@ for WorkspaceSummaryGetArgs {
 }
 /// Generation of default values for serde.
 pub mod defaults {
+    pub(super) fn cache_requirement_write_args_priority() -> super::CacheRequirementWriteArgsPriority {
+        super::CacheRequirementWriteArgsPriority::Medium
+    }
+    pub(super) fn cache_requirement_write_args_req_type() -> super::CacheRequirementWriteArgsReqType {
+        super::CacheRequirementWriteArgsReqType::Functional
+    }
     pub(super) fn default_i64<T, const V: i64>() -> T
     where
         T: ::std::convert::TryFrom<i64>,
         <T as ::std::convert::TryFrom<i64>>::Error: ::std::fmt::Debug,
-    {
-        T::try_from(V).unwrap()
-    }
-    pub(super) fn default_u64<T, const V: u64>() -> T
-    where
-        T: ::std::convert::TryFrom<u64>,
-        <T as ::std::convert::TryFrom<u64>>::Error: ::std::fmt::Debug,
     {
         T::try_from(V).unwrap()
     }
@@ -2479,11 +2478,12 @@ pub mod defaults {
     {
         T::try_from(::std::num::NonZeroU64::try_from(V).unwrap()).unwrap()
     }
-    pub(super) fn cache_requirement_write_args_priority() -> super::CacheRequirementWriteArgsPriority {
-        super::CacheRequirementWriteArgsPriority::Medium
-    }
-    pub(super) fn cache_requirement_write_args_req_type() -> super::CacheRequirementWriteArgsReqType {
-        super::CacheRequirementWriteArgsReqType::Functional
+    pub(super) fn default_u64<T, const V: u64>() -> T
+    where
+        T: ::std::convert::TryFrom<u64>,
+        <T as ::std::convert::TryFrom<u64>>::Error: ::std::fmt::Debug,
+    {
+        T::try_from(V).unwrap()
     }
     pub(super) fn document_requirement_identify_candidates_args_min_confidence() -> f64 {
         0.5_f64
