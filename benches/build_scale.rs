@@ -7,8 +7,12 @@
 //! and checks that a no-change rebuild writes nothing.
 //!
 //! `cargo bench --bench build_scale` for the full run; `-- --quick` for one pass on 100 and 1,000
-//! tools (what CI runs, to prove it works; CI does not judge its figures). `-- --write-catalog N
-//! DIR` only writes the synthetic catalog of N tools, to profile a build by hand.
+//! tools (what CI runs, to prove it works; CI does not judge its figures). `-- --emitters`: each
+//! emitter alone and all together at 1K/5K/10K/20K tools. `-- --hostile`: a 100,000-property
+//! schema, and a 20,000-tool export minified onto one line against its pretty-printed twin.
+//! `-- --write-catalog N DIR` only writes the synthetic catalog of N tools, to profile a build by
+//! hand. `TOOLREG_BENCH_DIR` puts the scratch folders elsewhere (a tmpfs keeps the file system's
+//! own costs, which vary with the disk's state, out of the figures).
 
 use std::path::Path;
 use std::process::Command;
@@ -18,38 +22,40 @@ use std::time::Instant;
 mod synthetic;
 use synthetic::write_catalog;
 
-/// Peak resident set size of this process, from /proc (Linux); 0 elsewhere.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
+/// Peak resident set size of this process's largest finished child (Linux: KiB).
+fn children_peak_kib() -> u64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return 0;
+    }
+    usage.ru_maxrss.max(0) as u64
 }
 
-/// Child mode: one build, then `written <n> peak_kib <k>` on stdout. `all` runs every emitter.
+/// Child mode: one `toolreg build` (the real command, with its allocator), then `written <n>
+/// peak_kib <k>` on stdout. `all` runs every emitter. This process has no other child, so the
+/// peak is the build's own.
 fn child(defs: &Path, out: &Path, which: &str) {
-    let one;
-    let emitters: &[toolreg::emit::Emitter] = match which {
-        "all" => toolreg::emit::Emitter::ALL,
-        name => {
-            one = [toolreg::emit::Emitter::from_name(name).expect("an emitter name")];
-            &one
-        }
-    };
-    let g = toolreg::builder::generate(defs, emitters);
-    let files = g
-        .files
-        .unwrap_or_else(|| panic!("{}", g.compiled.diagnostics.render_text()));
-    let report = toolreg::output::write(out, &files, toolreg::output::Ownership::Folder).unwrap();
-    println!(
-        "written {} peak_kib {}",
-        report.written.len(),
-        peak_rss_kib()
-    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolreg"));
+    cmd.arg("build")
+        .arg("--definitions")
+        .arg(defs)
+        .arg("--out")
+        .arg(out);
+    if which != "all" {
+        cmd.args(["--emit", which]);
+    }
+    let o = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    // "built N ops in G groups (version): W written, R removed, U unchanged in `out`"
+    let written = stderr
+        .split(" written")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no `written` count in: {stderr}"));
+    println!("written {written} peak_kib {}", children_peak_kib());
 }
 
 struct Run {
@@ -78,6 +84,14 @@ fn run_child(defs: &Path, out: &Path, which: &str) -> Run {
     }
 }
 
+/// A scratch folder, in `TOOLREG_BENCH_DIR` when set.
+fn scratch() -> tempfile::TempDir {
+    match std::env::var_os("TOOLREG_BENCH_DIR") {
+        Some(dir) => tempfile::tempdir_in(dir).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -97,6 +111,10 @@ fn main() {
         per_emitter(&[1000, 5000, 10_000, 20_000]);
         return;
     }
+    if args.iter().any(|a| a == "--hostile") {
+        hostile();
+        return;
+    }
     // `--write-catalog N DIR`: only write the synthetic catalog (for profiling a build by hand).
     if args.get(1).map(String::as_str) == Some("--write-catalog") {
         write_catalog(Path::new(&args[3]), args[2].parse().expect("N is a number"));
@@ -108,7 +126,7 @@ fn main() {
     } else {
         (&[100, 1000, 10_000], 5)
     };
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch();
     println!("toolreg build benchmark: registry only, child process per build, {reps} run(s) each, median");
     println!(
         "{:>7} {:<22} {:>10} {:>12} {:>14} {:>10}",
@@ -196,7 +214,7 @@ fn main() {
 /// tools, one build each in its own process (fresh output folder): wall time, peak RSS, and the
 /// growth factor per 2x tools (5K -> 10K -> 20K).
 fn per_emitter(sizes: &[usize]) {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch();
     let names = [
         "registry", "help", "surfaces", "report", "rust", "ts", "docs", "all",
     ];
@@ -237,4 +255,74 @@ fn per_emitter(sizes: &[usize]) {
             .collect();
         println!(" {:>22}", growth.join(" "));
     }
+}
+
+/// `-- --hostile`: inputs shaped to make a build slow. Default build (every emitter), child
+/// process each, median of 3.
+fn hostile() {
+    let tmp = scratch();
+    let runs = 3;
+    let time = |defs: &Path, which: &str, tag: &str| {
+        let mut secs = Vec::new();
+        let mut peak = 0;
+        for r in 0..runs {
+            let out = tmp.path().join(format!("out-{tag}-{r}"));
+            let run = run_child(defs, &out, which);
+            secs.push(run.secs);
+            peak = peak.max(run.peak_kib);
+            let _ = std::fs::remove_dir_all(&out);
+        }
+        (median(secs), peak as f64 / 1024.0)
+    };
+    println!("hostile inputs, child process per build, median of {runs}");
+    // One tool whose schema has 100,000 properties: bare (`{"type": "string"}`), and with a
+    // description each.
+    for described in [false, true] {
+        let defs = tmp.path().join(format!("wide-{described}"));
+        std::fs::create_dir_all(&defs).unwrap();
+        let props: serde_json::Map<String, serde_json::Value> = (0..100_000)
+            .map(|i| {
+                let mut p = serde_json::json!({"type": "string"});
+                if described {
+                    p["description"] = format!("Field {i}.").into();
+                }
+                (format!("p{i}"), p)
+            })
+            .collect();
+        let tools = serde_json::json!([{"type": "function", "function": {
+            "name": "list_things", "description": "List things.",
+            "parameters": {"type": "object", "properties": props}}}]);
+        std::fs::write(
+            defs.join("tools.json"),
+            serde_json::to_string_pretty(&tools).unwrap(),
+        )
+        .unwrap();
+        let (secs, mb) = time(&defs, "all", "wide");
+        let what = if described { "described" } else { "bare" };
+        println!("100,000-property schema ({what}): {secs:.3} s, peak {mb:.0} MB");
+    }
+    // 20,000 tools, pretty-printed and minified onto one line (line:col lookups must not
+    // depend on line length). Registry only: the front end is what reads the text.
+    let pretty = tmp.path().join("pretty");
+    write_catalog(&pretty, 20_000);
+    let minified = tmp.path().join("minified");
+    std::fs::create_dir_all(&minified).unwrap();
+    for entry in std::fs::read_dir(&pretty).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = if path.extension().is_some_and(|e| e == "json") {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            serde_json::to_string(&v).unwrap()
+        } else {
+            text
+        };
+        std::fs::write(minified.join(name), text).unwrap();
+    }
+    let (p, _) = time(&pretty, "registry", "pretty");
+    let (m, _) = time(&minified, "registry", "minified");
+    println!(
+        "20,000 tools, registry: pretty-printed {p:.3} s, minified {m:.3} s (x{:.2})",
+        m / p
+    );
 }

@@ -289,6 +289,13 @@ fn display(p: &std::path::Path) -> String {
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    #[cfg(feature = "mcp")]
+    let long_running = matches!(cli.command, Command::Serve(_));
+    #[cfg(not(feature = "mcp"))]
+    let long_running = false;
+    if !long_running {
+        crate::batch_allocator();
+    }
     match cli.command {
         Command::Build { defs, out, format } => {
             let g = generate_with(&defs.definitions, &out.emitters(), &out.settings());

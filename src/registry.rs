@@ -171,14 +171,19 @@ pub struct OpRecord {
 
 impl Arg {
     /// The placeholder shown in usage lines: enum values joined by `|`, else `<type>` (with the
-    /// range for bounded numbers: `<integer 1..5>`).
+    /// range for bounded numbers: `<integer 1..5>`). Long enums show their first values and a
+    /// count (`a|b|...|+96 more`).
     pub fn placeholder(&self) -> String {
         if let Some(values) = &self.enum_ {
-            return values
+            let mut shown: Vec<String> = values
                 .iter()
+                .take(USAGE_MAX_VALUES)
                 .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                .collect::<Vec<_>>()
-                .join("|");
+                .collect();
+            if values.len() > USAGE_MAX_VALUES {
+                shown.push(format!("+{} more", values.len() - USAGE_MAX_VALUES));
+            }
+            return shown.join("|");
         }
         match &self.range {
             Some(r) => format!("<{} {r}>", self.type_),
@@ -191,8 +196,23 @@ impl OpRecord {
     /// A CLI-like call shape:
     /// `onto.task.update task_id=<string> [state_key=todo|in_progress|blocked|done] ...`.
     pub fn usage(&self) -> String {
+        // Every required argument first, then optional ones, up to the cap; shown in order.
+        let required = self.args.iter().filter(|a| a.required).count();
+        let optional_room = USAGE_MAX_ARGS.saturating_sub(required);
+        let mut optional_seen = 0;
+        let mut shown = 0;
         let mut parts = vec![self.op.clone()];
         for a in &self.args {
+            if !a.required {
+                optional_seen += 1;
+                if optional_seen > optional_room {
+                    continue;
+                }
+            }
+            if shown == USAGE_MAX_ARGS {
+                continue;
+            }
+            shown += 1;
             let piece = format!("{}={}", a.name, a.placeholder());
             parts.push(if a.required {
                 piece
@@ -200,9 +220,21 @@ impl OpRecord {
                 format!("[{piece}]")
             });
         }
+        let hidden = self.args.len() - shown;
+        if hidden > 0 {
+            parts.push(format!("... ({hidden} more arguments: see the op's help)"));
+        }
         parts.join(" ")
     }
 }
+
+/// Arguments a usage line shows; the rest are counted (`... (N more arguments ...)`). A usage
+/// line is a synopsis for directory pages and error envelopes: a schema with 100,000 properties
+/// made each of them megabytes.
+pub const USAGE_MAX_ARGS: usize = 32;
+
+/// Enum values an argument's placeholder shows.
+pub const USAGE_MAX_VALUES: usize = 16;
 
 /// An entity's node in the op tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -337,3 +337,79 @@ fn very_long_names_get_short_hashed_file_names() {
     let o = toolreg(tmp.path(), &["check", "-d", "defs", "-o", "out"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// One tool whose schema has 100,000 properties (the "something is quadratic" row): the
+/// default build succeeds, the Rust output falls back to untyped arguments for it with TR070
+/// naming the size, and nothing built from it grows with the schema where a model reads it:
+/// usage lines and error envelopes stay short. (Time is the benchmark's business:
+/// `cargo bench --bench build_scale -- --hostile`.)
+#[test]
+fn a_schema_with_100000_properties_builds_with_bounded_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = dir.path().join("wide");
+    std::fs::create_dir(&defs).unwrap();
+    let mut props = serde_json::Map::new();
+    for i in 0..100_000 {
+        props.insert(format!("p{i}"), serde_json::json!({"type": "string"}));
+    }
+    props.insert(
+        "mode".into(),
+        serde_json::json!({"enum": (0..1000).map(|i| format!("m{i}")).collect::<Vec<_>>()}),
+    );
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "list_things",
+        "description": "List things.", "parameters": {"type": "object", "properties": props,
+        "required": ["p5", "mode"]}}}]);
+    std::fs::write(defs.join("tools.json"), serde_json::to_vec(&tools).unwrap()).unwrap();
+    let build = toolreg(
+        dir.path(),
+        &["build", "--definitions", "wide", "--out", "out"],
+    );
+    let err = stderr(&build);
+    assert_eq!(build.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("[TR070]") && err.contains("100003 objects"),
+        "{err}"
+    );
+    let help: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/help.json")).unwrap()).unwrap();
+    let mut usages = 0;
+    for (path, page) in help["pages"].as_object().unwrap() {
+        for form in ["short", "full"] {
+            let mut stack = vec![&page[form]];
+            while let Some(v) = stack.pop() {
+                match v {
+                    serde_json::Value::Object(o) => {
+                        if let Some(u) = o.get("usage").and_then(|u| u.as_str()) {
+                            usages += 1;
+                            assert!(u.len() < 2048, "{path}: a usage line of {} bytes", u.len());
+                            assert!(u.contains("... (99969 more arguments"), "{u}");
+                            assert!(
+                                u.contains(" p5=<string>") && u.contains("|+984 more"),
+                                "{u}"
+                            );
+                        }
+                        stack.extend(o.values());
+                    }
+                    serde_json::Value::Array(a) => stack.extend(a),
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(usages >= 4, "usage lines checked: {usages}");
+    // A call missing its required arguments: a validation envelope, not a copy of the schema.
+    let exec = toolreg(
+        dir.path(),
+        &[
+            "exec",
+            "list_things",
+            "--args",
+            "{\"p1\": 5}",
+            "--registry",
+            "out/registry.json",
+        ],
+    );
+    let out = String::from_utf8_lossy(&exec.stdout);
+    assert!(out.contains("VALIDATION_ERROR"), "{out}");
+    assert!(out.len() < 16 * 1024, "an envelope of {} bytes", out.len());
+}

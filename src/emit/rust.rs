@@ -171,6 +171,28 @@ struct OpTypes {
     defaults: Vec<(String, String)>,
 }
 
+/// The largest schema (counted in JSON objects) that gets typed arguments. The Rust for a schema
+/// is several times its size and typify's time grows with it: a 100,000-property schema took 5 s
+/// and 1 GB here. Real tools stay far below (the largest in the repo's MCP catalogs: under 100).
+pub const TYPED_SCHEMA_MAX_OBJECTS: usize = 10_000;
+
+/// JSON objects in a value, counted without recursion (schemas may be deep).
+fn object_count(v: &Value) -> usize {
+    let mut stack = vec![v];
+    let mut count = 0;
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(o) => {
+                count += 1;
+                stack.extend(o.values());
+            }
+            Value::Array(a) => stack.extend(a),
+            _ => {}
+        }
+    }
+    count
+}
+
 /// Formatted impl blocks, keyed by their tokens with the op's stem masked. typify writes the same
 /// impls (`Display`, `FromStr`, `TryFrom`, `Deref`, ...) for every enum or newtype of the same
 /// shape, and parsing and formatting each copy was most of the emitter's time at 10,000 ops. A
@@ -268,6 +290,13 @@ fn split_items(tokens: proc_macro2::TokenStream) -> Vec<(ItemKind, proc_macro2::
 /// type; a type space per op keeps memory bounded by the largest op, not the catalog, and lets
 /// the ops run in parallel.
 fn op_types(schema: &Value, stem: &str, memo: Option<&ImplMemo>) -> Result<OpTypes, String> {
+    let nodes = object_count(schema);
+    if nodes > TYPED_SCHEMA_MAX_OBJECTS {
+        return Err(format!(
+            "the schema has {nodes} objects; typed arguments are generated for schemas of up to \
+             {TYPED_SCHEMA_MAX_OBJECTS}"
+        ));
+    }
     let mut space = typify::TypeSpace::new(&settings());
     let root = add(&mut space, schema)?;
     let tokens = space.to_stream();
