@@ -38,7 +38,7 @@ struct Out {
     /// Output folder (toolreg owns it: stale files in it are removed)
     #[arg(long, short = 'o', value_name = "DIR", default_value = "generated")]
     out: PathBuf,
-    /// Artifacts to write, comma-separated: registry, help, surfaces, report, rust, ts, docs (default: all)
+    /// Artifacts to write, comma-separated: registry, help, surfaces, report, rust, ts, docs (default: all of these); with the `semantic` feature also vectors
     #[arg(long, value_delimiter = ',', value_parser = parse_emitter, value_name = "LIST")]
     emit: Vec<Emitter>,
     /// Fail when an emitter cannot do its whole job (e.g. an op typify cannot type)
@@ -53,6 +53,9 @@ impl Out {
     fn settings(&self) -> toolreg::emit::Settings {
         toolreg::emit::Settings {
             templates: self.templates.clone(),
+            // The vectors already built are the embedding cache: only changed ops are embedded.
+            #[cfg(feature = "semantic")]
+            previous_vectors: std::fs::read_to_string(self.out.join(toolreg::semantic::FILE)).ok(),
         }
     }
 
@@ -70,7 +73,7 @@ impl Out {
 
 fn parse_emitter(s: &str) -> Result<Emitter, String> {
     Emitter::from_name(s).ok_or_else(|| {
-        let names: Vec<&str> = Emitter::ALL.iter().map(|e| e.name()).collect();
+        let names: Vec<&str> = Emitter::KNOWN.iter().map(|e| e.name()).collect();
         format!("unknown emitter `{s}`; choose from {}", names.join(", "))
     })
 }
@@ -163,6 +166,10 @@ enum Command {
         k: Vec<usize>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Lexical against hybrid on the same queries, with paired 95% bootstrap intervals of
+        /// the differences (needs vectors.json beside the registry; feature `semantic`)
+        #[arg(long)]
+        compare: bool,
     },
     /// Compare two registries: breaking changes, warnings, additions, and the prompt-cache cost
     Diff {
@@ -236,6 +243,10 @@ struct RegistryFile {
     /// registry.json written by `toolreg build` (help.json is read from the same folder)
     #[arg(long, value_name = "FILE", default_value = "generated/registry.json")]
     registry: PathBuf,
+    /// Weight of semantic similarity in search, 0..1, when vectors.json lies beside the registry
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "W", default_value_t = toolreg::runtime::hybrid::DEFAULT_WEIGHT)]
+    semantic_weight: f64,
 }
 
 impl RegistryFile {
@@ -253,11 +264,71 @@ impl RegistryFile {
             .and_then(|(r, h)| {
                 toolreg::runtime::Gateway::from_slices(&r, &h).map_err(|e| e.to_string())
             });
+        // Hybrid search when the vectors were built; vectors from another model or registry
+        // are refused, never mixed in.
+        #[cfg(feature = "semantic")]
+        let result = result.and_then(|gw| {
+            let path = dir.join(toolreg::semantic::FILE);
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                return Ok(gw);
+            };
+            let file = toolreg::semantic::VectorFile::parse(&text)
+                .map_err(|e| format!("`{}`: {e}", path.display()))?;
+            let encoder = toolreg::semantic::Bundled::load()?;
+            let hybrid = toolreg::runtime::hybrid::Hybrid::new(
+                gw.registry(),
+                &file,
+                std::sync::Arc::new(encoder),
+                self.semantic_weight,
+            )
+            .map_err(|e| format!("`{}`: {e}", path.display()))?;
+            Ok(gw.with_hybrid(hybrid))
+        });
         result.map_err(|e| {
             eprintln!("error: {e}");
             eprintln!("   = help: run `toolreg build` first, or pass --registry FILE");
             ExitCode::from(2)
         })
+    }
+}
+
+/// `eval --compare`: lexical, then hybrid, over the same queries.
+fn eval_compare(
+    gw: &toolreg::runtime::Gateway,
+    text: &str,
+    k: &[usize],
+    format: Format,
+) -> ExitCode {
+    if !gw.has_hybrid() {
+        eprintln!("error: --compare needs hybrid search: vectors.json beside the registry (`toolreg build` with the `semantic` feature)");
+        return ExitCode::from(2);
+    }
+    let runs = toolreg::runtime::eval::run_ranked(gw, text, k, true).and_then(|lexical| {
+        let hybrid = toolreg::runtime::eval::run_ranked(gw, text, k, false)?;
+        toolreg::runtime::eval::compare(&lexical, &hybrid, k, 2000)
+    });
+    match runs {
+        Ok(v) => {
+            match format {
+                Format::Json => print_json(&v),
+                Format::Text => {
+                    for (metric, m) in v.as_object().into_iter().flatten() {
+                        match m.get("difference") {
+                            Some(d) => println!(
+                                "{metric:<10} lexical {}  hybrid {}  difference {:+} (95% interval {} .. {})",
+                                m["lexical"], m["hybrid"], d.as_f64().unwrap_or(0.0), m["interval95"][0], m["interval95"][1]
+                            ),
+                            None => println!("{metric:<10} {m}"),
+                        }
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 
@@ -536,6 +607,7 @@ pub fn run() -> ExitCode {
             registry,
             k,
             format,
+            compare,
         } => {
             let gw = match registry.gateway() {
                 Ok(g) => g,
@@ -548,6 +620,9 @@ pub fn run() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            if compare {
+                return eval_compare(&gw, &text, &k, format);
+            }
             match toolreg::runtime::eval::run(&gw, &text, &k) {
                 Ok(report) => {
                     match format {

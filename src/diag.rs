@@ -100,6 +100,7 @@ codes! {
     // Emitters.
     UntypedOp = "TR070", Warning, "an op's schema could not be typed in the Rust output and falls back to serde_json::Value";
     Template = "TR071", Error, "a docs template cannot be read, parsed or rendered";
+    Vectors = "TR072", Error, "the ops could not be embedded for semantic search (the encoder failed to load or run)";
     // MCP upstreams.
     UpstreamInvalid = "TR080", Error, "an [upstreams] entry in toolreg.toml is invalid or has no snapshot file";
     // Writing output.

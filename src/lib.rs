@@ -35,6 +35,9 @@ pub mod upstream;
 #[cfg(feature = "runtime")]
 pub mod runtime;
 
+#[cfg(feature = "semantic")]
+pub mod semantic;
+
 #[cfg(feature = "compiler")]
 pub mod builder;
 #[cfg(feature = "compiler")]

@@ -9,6 +9,8 @@ pub mod report;
 pub mod rust;
 pub mod surfaces;
 pub mod typescript;
+#[cfg(feature = "semantic")]
+pub mod vectors;
 
 use crate::canonical::to_pretty;
 use crate::diag::Diagnostics;
@@ -56,6 +58,9 @@ pub enum Emitter {
     Ts,
     /// `docs/`: markdown pages and an mdBook.
     Docs,
+    /// `vectors.json`: each op embedded for semantic search (feature `semantic`).
+    #[cfg(feature = "semantic")]
+    Vectors,
 }
 
 /// What emitters may be told besides the registry.
@@ -63,6 +68,10 @@ pub enum Emitter {
 pub struct Settings {
     /// A folder of handlebars templates replacing the built-in ones, file by file.
     pub templates: Option<std::path::PathBuf>,
+    /// The `vectors.json` of the previous build, if any: ops whose text is unchanged keep
+    /// their vectors instead of being embedded again.
+    #[cfg(feature = "semantic")]
+    pub previous_vectors: Option<String>,
 }
 
 impl Emitter {
@@ -76,6 +85,20 @@ impl Emitter {
         Emitter::Docs,
     ];
 
+    /// Every emitter a name selects: the default set, and with the `semantic` feature the
+    /// opt-in `vectors` (it loads a model and embeds every op; `--emit` names it).
+    pub const KNOWN: &'static [Emitter] = &[
+        Emitter::Registry,
+        Emitter::Help,
+        Emitter::Surfaces,
+        Emitter::Report,
+        Emitter::Rust,
+        Emitter::Ts,
+        Emitter::Docs,
+        #[cfg(feature = "semantic")]
+        Emitter::Vectors,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Emitter::Registry => "registry",
@@ -85,11 +108,13 @@ impl Emitter {
             Emitter::Rust => "rust",
             Emitter::Ts => "ts",
             Emitter::Docs => "docs",
+            #[cfg(feature = "semantic")]
+            Emitter::Vectors => "vectors",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Emitter> {
-        Emitter::ALL.iter().copied().find(|e| e.name() == name)
+        Emitter::KNOWN.iter().copied().find(|e| e.name() == name)
     }
 
     /// Costliest first (measured on 10,000 tools), so the slow ones start at once.
@@ -102,6 +127,8 @@ impl Emitter {
             Emitter::Registry => 4,
             Emitter::Surfaces => 5,
             Emitter::Ts => 6,
+            #[cfg(feature = "semantic")]
+            Emitter::Vectors => 0,
         }
     }
 
@@ -115,6 +142,8 @@ impl Emitter {
             Emitter::Rust => rust::emit(reg, diags),
             Emitter::Ts => typescript::emit(reg),
             Emitter::Docs => docs::render(reg, settings.templates.as_deref(), diags),
+            #[cfg(feature = "semantic")]
+            Emitter::Vectors => vectors::emit(reg, settings.previous_vectors.as_deref(), diags),
         }
     }
 }

@@ -210,7 +210,7 @@ impl Gateway {
     pub fn search_nodes(&self, query: &str, limit: Option<usize>, scope: &Scope) -> Value {
         let reg = self.registry();
         let visible = self.visible(scope);
-        let ranked = self.index.rank(reg, query, &visible);
+        let ranked = self.rank(query, &visible);
         let mut by_node: BTreeMap<Vec<String>, f64> = BTreeMap::new();
         for (op, s) in &ranked {
             let r = &reg.ops[op];
@@ -257,12 +257,10 @@ impl Gateway {
             .filter(|r| visible(r))
             .map(|r| r.op.as_str())
             .collect();
-        let ranked = self
-            .index
-            .rank(reg, &req.query, &|r| inside.contains(&r.op.as_str()));
+        let ranked = self.rank(&req.query, &|r| inside.contains(&r.op.as_str()));
         if ranked.is_empty() {
             // Where would the query match? Those categories are the hints.
-            let elsewhere = self.index.rank(reg, &req.query, &visible);
+            let elsewhere = self.rank(&req.query, &visible);
             let mut hints: Vec<String> = Vec::new();
             for (op, _) in elsewhere {
                 let r = &reg.ops[&op];

@@ -76,6 +76,16 @@ impl Report {
 
 /// Runs a query set (JSON lines) through the gateway's search scorer.
 pub fn run(gw: &Gateway, jsonl: &str, ks: &[usize]) -> Result<Report, String> {
+    run_ranked(gw, jsonl, ks, false)
+}
+
+/// `run`, with lexical ranking only when `lexical` (what `--compare` sets against hybrid).
+pub fn run_ranked(
+    gw: &Gateway,
+    jsonl: &str,
+    ks: &[usize],
+    lexical: bool,
+) -> Result<Report, String> {
     let reg = gw.registry();
     let depth = ks.iter().copied().chain([10]).max().unwrap_or(10);
     let mut outcomes = Vec::new();
@@ -100,13 +110,13 @@ pub fn run(gw: &Gateway, jsonl: &str, ks: &[usize]) -> Result<Report, String> {
                 i + 1
             ));
         }
-        let ranked: Vec<String> = gw
-            .index
-            .rank(reg, &l.query, &|r| !r.hidden)
-            .into_iter()
-            .take(depth)
-            .map(|(op, _)| op)
-            .collect();
+        let visible = |r: &crate::registry::OpRecord| !r.hidden;
+        let ranked = if lexical {
+            gw.rank_lexical(&l.query, &visible)
+        } else {
+            gw.rank(&l.query, &visible)
+        };
+        let ranked: Vec<String> = ranked.into_iter().take(depth).map(|(op, _)| op).collect();
         let rank = ranked
             .iter()
             .position(|op| expected_ops.contains(op))
@@ -145,4 +155,86 @@ pub fn run(gw: &Gateway, jsonl: &str, ks: &[usize]) -> Result<Report, String> {
         metrics: Value::Object(m),
         outcomes,
     })
+}
+
+/// Paired comparison of two runs over the same queries (`base`, then `other`): for recall@k and
+/// MRR@10, both values, the difference, and a 95% paired bootstrap interval of the difference
+/// (queries resampled with replacement, `resamples` times, a fixed seed: the same input gives the
+/// same interval).
+pub fn compare(
+    base: &Report,
+    other: &Report,
+    ks: &[usize],
+    resamples: usize,
+) -> Result<Value, String> {
+    if base.outcomes.len() != other.outcomes.len()
+        || base
+            .outcomes
+            .iter()
+            .zip(&other.outcomes)
+            .any(|(a, b)| a.query != b.query)
+    {
+        return Err("the two runs did not score the same queries".into());
+    }
+    let n = base.outcomes.len();
+    let mut metrics: Vec<(String, PerQuery)> = ks
+        .iter()
+        .map(|&k| {
+            let f: PerQuery =
+                Box::new(move |o: &Outcome| f64::from(u8::from(o.rank.is_some_and(|r| r <= k))));
+            (format!("recall@{k}"), f)
+        })
+        .collect();
+    metrics.push((
+        "mrr@10".into(),
+        Box::new(|o: &Outcome| o.rank.filter(|r| *r <= 10).map_or(0.0, |r| 1.0 / r as f64)),
+    ));
+    let mut out = Map::new();
+    let round = |x: f64| (x * 10_000.0).round() / 10_000.0;
+    for (name, f) in &metrics {
+        let diffs: Vec<f64> = base
+            .outcomes
+            .iter()
+            .zip(&other.outcomes)
+            .map(|(a, b)| f(b) - f(a))
+            .collect();
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let a = base.outcomes.iter().map(f).sum::<f64>() / n.max(1) as f64;
+        let b = other.outcomes.iter().map(f).sum::<f64>() / n.max(1) as f64;
+        let mut rng = SplitMix64(0x7007_1e6d);
+        let mut boot: Vec<f64> = (0..resamples)
+            .map(|_| {
+                (0..n)
+                    .map(|_| diffs[(rng.next() % n as u64) as usize])
+                    .sum::<f64>()
+                    / n as f64
+            })
+            .collect();
+        boot.sort_by(f64::total_cmp);
+        let pick = |q: f64| boot[((q * resamples as f64) as usize).min(resamples - 1)];
+        out.insert(
+            name.clone(),
+            json!({"lexical": round(a), "hybrid": round(b), "difference": round(mean(&diffs)),
+                   "interval95": [round(pick(0.025)), round(pick(0.975))]}),
+        );
+    }
+    out.insert("queries".into(), json!(n));
+    out.insert("resamples".into(), json!(resamples));
+    Ok(Value::Object(out))
+}
+
+/// One query's value of a metric (1/0 for a recall, the reciprocal rank for MRR).
+type PerQuery = Box<dyn Fn(&Outcome) -> f64>;
+
+/// A small deterministic generator for resampling (SplitMix64).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
 }

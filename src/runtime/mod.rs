@@ -9,6 +9,8 @@
 
 pub mod discovery;
 pub mod eval;
+#[cfg(feature = "semantic")]
+pub mod hybrid;
 pub mod idempotency;
 pub mod search;
 pub mod select;
@@ -300,9 +302,56 @@ pub struct Gateway {
     scope: Scope,
     trace_base: u64,
     trace_seq: AtomicU64,
+    /// Semantic ranking fused into search, when vectors were loaded.
+    #[cfg(feature = "semantic")]
+    hybrid: Option<hybrid::Hybrid>,
 }
 
 impl Gateway {
+    /// Fuses semantic ranking into every search of this gateway.
+    #[cfg(feature = "semantic")]
+    pub fn with_hybrid(mut self, hybrid: hybrid::Hybrid) -> Gateway {
+        self.hybrid = Some(hybrid);
+        self
+    }
+
+    /// Whether semantic ranking is fused into search.
+    pub fn has_hybrid(&self) -> bool {
+        #[cfg(feature = "semantic")]
+        return self.hybrid.is_some();
+        #[cfg(not(feature = "semantic"))]
+        false
+    }
+
+    /// The query's similarities and the fusion weight, when hybrid ranking is on.
+    fn semantic(&self, query: &str) -> Option<(Vec<f32>, f64)> {
+        #[cfg(feature = "semantic")]
+        if let Some(h) = &self.hybrid {
+            return h.similarities(query).map(|s| (s, h.weight()));
+        }
+        let _ = query;
+        None
+    }
+
+    /// Ops for a query, best first (lexical, or hybrid when vectors are loaded).
+    pub fn rank(&self, query: &str, allowed: &dyn Fn(&OpRecord) -> bool) -> Vec<(String, f64)> {
+        let semantic = self.semantic(query);
+        self.index.rank_fused(
+            &self.registry,
+            query,
+            allowed,
+            semantic.as_ref().map(|(s, w)| (s.as_slice(), *w)),
+        )
+    }
+
+    /// Lexical ranking only, whatever is loaded (`toolreg eval --compare`).
+    pub fn rank_lexical(
+        &self,
+        query: &str,
+        allowed: &dyn Fn(&OpRecord) -> bool,
+    ) -> Vec<(String, f64)> {
+        self.index.rank(&self.registry, query, allowed)
+    }
     /// A gateway over a registry and its help pages (built from the same registry).
     pub fn new(registry: Registry, help: HelpDoc) -> Result<Gateway, GatewayError> {
         Self::with_options(registry, help, Options::default())
@@ -351,6 +400,8 @@ impl Gateway {
             scope: options.scope,
             trace_base,
             trace_seq: AtomicU64::new(0),
+            #[cfg(feature = "semantic")]
+            hybrid: None,
         })
     }
 
@@ -461,8 +512,13 @@ impl Gateway {
     }
 
     pub fn search_in(&self, req: &SearchRequest, scope: &Scope) -> SearchResponse {
-        self.index
-            .search(&self.registry, req, &|r| scope.refuses(r).is_none())
+        let semantic = self.semantic(&req.query);
+        self.index.search_fused(
+            &self.registry,
+            req,
+            &|r| scope.refuses(r).is_none(),
+            semantic.as_ref().map(|(s, w)| (s.as_slice(), *w)),
+        )
     }
 
     /// exec in the gateway's scope.
@@ -815,7 +871,7 @@ impl Gateway {
             candidates.push(op.to_string());
         }
         let words = input.replace(['.', '_', '-', '/'], " ");
-        for (op, _) in self.index.rank(reg, &words, &in_scope) {
+        for (op, _) in self.rank(&words, &in_scope) {
             if !candidates.contains(&op) {
                 candidates.push(op);
             }

@@ -1,0 +1,139 @@
+//! Semantic search benchmark (feature `semantic`) on the 2,000-tool synthetic registry: model
+//! load, embedding throughput at build time, the incremental rebuild after one edited op, vector
+//! load, and search latency lexical against hybrid (query embedding included: every query is new
+//! to the cache). Medians (p50) and p90, measured in one run.
+//!
+//! `cargo bench --features semantic --bench semantic`; `-- --quick` for a short pass (CI).
+
+#[path = "support/synthetic.rs"]
+mod synthetic;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolreg::emit::Emitter;
+use toolreg::runtime::hybrid::{Hybrid, DEFAULT_WEIGHT};
+use toolreg::runtime::search::SearchRequest;
+use toolreg::runtime::Gateway;
+use toolreg::semantic::{self, Bundled, VectorFile};
+
+fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration) {
+    v.sort();
+    (v[v.len() / 2], v[(v.len() * 9 / 10).min(v.len() - 1)])
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let tmp = tempfile::tempdir().unwrap();
+    let defs = tmp.path().join("defs");
+    let n = if quick { 200 } else { 2000 };
+    synthetic::write_catalog(&defs, n);
+    let g = toolreg::builder::generate(&defs, &[Emitter::Registry, Emitter::Help]);
+    let reg = g
+        .compiled
+        .registry
+        .clone()
+        .expect("the synthetic catalog compiles");
+    let files = g.files.expect("files");
+    println!("toolreg semantic benchmark: {} ops, one run", reg.ops.len());
+
+    let t = Instant::now();
+    let encoder = Bundled::load().unwrap();
+    println!(
+        "model load (bundled, once per process): {}",
+        ms(t.elapsed())
+    );
+
+    let t = Instant::now();
+    let (text, embedded) = semantic::build(&reg, &encoder, None).unwrap();
+    let cold = t.elapsed();
+    println!(
+        "embed every op: {} ops in {:.2} s ({:.0} ops/s), vectors.json {:.2} MB",
+        embedded,
+        cold.as_secs_f64(),
+        embedded as f64 / cold.as_secs_f64(),
+        text.len() as f64 / 1e6
+    );
+    let file = VectorFile::parse(&text).unwrap();
+    let mut edited = reg.clone();
+    let first = edited.ops.keys().next().unwrap().clone();
+    edited.ops.get_mut(&first).unwrap().description = "An edited description.".into();
+    let mut rebuilds = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let (_, again) = semantic::build(&edited, &encoder, Some(&file)).unwrap();
+        rebuilds.push(t.elapsed());
+        assert_eq!(again, 1);
+    }
+    println!(
+        "rebuild after one edited op (1 embedded): p50 {}",
+        ms(percentiles(rebuilds).0)
+    );
+
+    let loads: Vec<Duration> = (0..if quick { 3 } else { 15 })
+        .map(|_| {
+            let t = Instant::now();
+            let f = VectorFile::parse(&text).unwrap();
+            std::hint::black_box(f.for_registry(&reg, &file.model).unwrap());
+            t.elapsed()
+        })
+        .collect();
+    println!(
+        "vector load (parse, check, decode): p50 {}",
+        ms(percentiles(loads).0)
+    );
+
+    let lexical = Gateway::from_slices(
+        files["registry.json"].as_bytes(),
+        files["help.json"].as_bytes(),
+    )
+    .unwrap();
+    let hybrid = Gateway::from_slices(
+        files["registry.json"].as_bytes(),
+        files["help.json"].as_bytes(),
+    )
+    .unwrap()
+    .with_hybrid(Hybrid::new(&reg, &file, Arc::new(encoder), DEFAULT_WEIGHT).unwrap());
+    // Distinct queries, so every hybrid search embeds its query (no cache hit).
+    let reps = if quick { 20 } else { 200 };
+    let queries: Vec<String> = (0..reps)
+        .map(|i| {
+            let noun = synthetic::NOUNS[i % synthetic::NOUNS.len()];
+            let group = synthetic::GROUPS[(i / 3) % synthetic::GROUPS.len()];
+            format!("please find the {noun} records from {group} number {i}")
+        })
+        .collect();
+    let time = |gw: &Gateway| {
+        percentiles(
+            queries
+                .iter()
+                .map(|q| {
+                    let t = Instant::now();
+                    std::hint::black_box(gw.search(&SearchRequest::query(q.as_str())));
+                    t.elapsed()
+                })
+                .collect(),
+        )
+    };
+    let (lp50, lp90) = time(&lexical);
+    let (hp50, hp90) = time(&hybrid);
+    println!(
+        "search, lexical: p50 {:.1} us, p90 {:.1} us",
+        lp50.as_secs_f64() * 1e6,
+        lp90.as_secs_f64() * 1e6
+    );
+    println!(
+        "search, hybrid (query embedded): p50 {}, p90 {} (x{:.0} lexical)",
+        ms(hp50),
+        ms(hp90),
+        hp50.as_secs_f64() / lp50.as_secs_f64()
+    );
+    let (cached, _) = time(&hybrid);
+    println!(
+        "search, hybrid, repeated queries (cached embedding): p50 {}",
+        ms(cached)
+    );
+}
