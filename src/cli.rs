@@ -73,7 +73,7 @@ impl Out {
 
 fn parse_emitter(s: &str) -> Result<Emitter, String> {
     Emitter::from_name(s).ok_or_else(|| {
-        let names: Vec<&str> = Emitter::KNOWN.iter().map(|e| e.name()).collect();
+        let names: Vec<&str> = Emitter::known().map(|e| e.name()).collect();
         format!("unknown emitter `{s}`; choose from {}", names.join(", "))
     })
 }
@@ -143,6 +143,8 @@ enum Command {
         limit: usize,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        #[command(flatten)]
+        ranking: Ranking,
     },
     /// Dry-run an exec call: resolve, normalize and validate, then print the envelope
     Exec {
@@ -170,6 +172,8 @@ enum Command {
         /// the differences (needs vectors.json beside the registry; feature `semantic`)
         #[arg(long)]
         compare: bool,
+        #[command(flatten)]
+        ranking: Ranking,
     },
     /// Compare two registries: breaking changes, warnings, additions, and the prompt-cache cost
     Diff {
@@ -243,6 +247,11 @@ struct RegistryFile {
     /// registry.json written by `toolreg build` (help.json is read from the same folder)
     #[arg(long, value_name = "FILE", default_value = "generated/registry.json")]
     registry: PathBuf,
+}
+
+/// How search ranks: lexical, or hybrid when vectors.json lies beside the registry.
+#[derive(clap::Args)]
+struct Ranking {
     /// Weight of semantic similarity in search, 0..1, when vectors.json lies beside the registry
     #[cfg(feature = "semantic")]
     #[arg(long, value_name = "W", default_value_t = toolreg::runtime::hybrid::DEFAULT_WEIGHT)]
@@ -250,7 +259,19 @@ struct RegistryFile {
 }
 
 impl RegistryFile {
+    /// The gateway; with `ranking` (the commands that search), hybrid ranking when the vectors
+    /// were built. Other commands never load the model.
+    fn gateway_ranked(&self, ranking: &Ranking) -> Result<toolreg::runtime::Gateway, ExitCode> {
+        self.load(Some(ranking))
+    }
+
     fn gateway(&self) -> Result<toolreg::runtime::Gateway, ExitCode> {
+        self.load(None)
+    }
+
+    fn load(&self, ranking: Option<&Ranking>) -> Result<toolreg::runtime::Gateway, ExitCode> {
+        #[cfg(not(feature = "semantic"))]
+        let _ = ranking;
         let dir = self
             .registry
             .parent()
@@ -268,6 +289,9 @@ impl RegistryFile {
         // are refused, never mixed in.
         #[cfg(feature = "semantic")]
         let result = result.and_then(|gw| {
+            let Some(ranking) = ranking else {
+                return Ok(gw);
+            };
             let path = dir.join(toolreg::semantic::FILE);
             let Ok(text) = std::fs::read_to_string(&path) else {
                 return Ok(gw);
@@ -279,7 +303,7 @@ impl RegistryFile {
                 gw.registry(),
                 &file,
                 std::sync::Arc::new(encoder),
-                self.semantic_weight,
+                ranking.semantic_weight,
             )
             .map_err(|e| format!("`{}`: {e}", path.display()))?;
             Ok(gw.with_hybrid(hybrid))
@@ -546,8 +570,9 @@ pub fn run() -> ExitCode {
             registry,
             limit,
             format,
+            ranking,
         } => {
-            let gw = match registry.gateway() {
+            let gw = match registry.gateway_ranked(&ranking) {
                 Ok(g) => g,
                 Err(code) => return code,
             };
@@ -608,8 +633,9 @@ pub fn run() -> ExitCode {
             k,
             format,
             compare,
+            ranking,
         } => {
-            let gw = match registry.gateway() {
+            let gw = match registry.gateway_ranked(&ranking) {
                 Ok(g) => g,
                 Err(code) => return code,
             };

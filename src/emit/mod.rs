@@ -85,19 +85,17 @@ impl Emitter {
         Emitter::Docs,
     ];
 
-    /// Every emitter a name selects: the default set, and with the `semantic` feature the
-    /// opt-in `vectors` (it loads a model and embeds every op; `--emit` names it).
-    pub const KNOWN: &'static [Emitter] = &[
-        Emitter::Registry,
-        Emitter::Help,
-        Emitter::Surfaces,
-        Emitter::Report,
-        Emitter::Rust,
-        Emitter::Ts,
-        Emitter::Docs,
+    /// Emitters `--emit` can name that the default set leaves out: with the `semantic`
+    /// feature, `vectors` (it loads a model and embeds every op).
+    pub const OPT_IN: &'static [Emitter] = &[
         #[cfg(feature = "semantic")]
         Emitter::Vectors,
     ];
+
+    /// Every emitter a name selects: the default set, then the opt-in ones.
+    pub fn known() -> impl Iterator<Item = Emitter> {
+        Emitter::ALL.iter().chain(Emitter::OPT_IN).copied()
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -114,7 +112,7 @@ impl Emitter {
     }
 
     pub fn from_name(name: &str) -> Option<Emitter> {
-        Emitter::KNOWN.iter().copied().find(|e| e.name() == name)
+        Emitter::known().find(|e| e.name() == name)
     }
 
     /// Costliest first (measured on 10,000 tools), so the slow ones start at once.

@@ -310,7 +310,10 @@ fn op_types(schema: &Value, stem: &str, memo: Option<&ImplMemo>) -> Result<OpTyp
         match memo {
             _ if kind == ItemKind::ErrorModule => {}
             Some(memo) if kind == ItemKind::Impl => {
-                items.push_str(&format_items(std::mem::take(&mut plain)).ok_or_else(unparsable)?);
+                if !plain.is_empty() {
+                    let run = std::mem::take(&mut plain);
+                    items.push_str(&format_items(run).ok_or_else(unparsable)?);
+                }
                 items.push_str(&memo.format(item, stem).ok_or_else(unparsable)?);
             }
             _ => plain.extend(item),

@@ -643,10 +643,7 @@ impl SearchIndex {
         query: &str,
         allowed: &dyn Fn(&OpRecord) -> bool,
     ) -> Vec<(String, f64)> {
-        self.rank_ids(reg, query, allowed, None)
-            .into_iter()
-            .map(|(d, s)| (self.ops[d as usize].clone(), s))
-            .collect()
+        self.rank_fused(reg, query, allowed, None)
     }
 
     /// `rank` fused with semantic similarities (the query's cosine to each op, in registry
