@@ -1,10 +1,14 @@
 //! Semantic search benchmark (feature `semantic`) on the 2,000-tool synthetic registry: model
 //! load, embedding throughput at build time, the incremental rebuild after one edited op, vector
 //! load, and search latency lexical against hybrid (query embedding included: every query is new
-//! to the cache). Medians (p50) and p90, measured in one run.
+//! to the cache). Medians (p50) and p90, measured in one run. Then the same for a model folder
+//! (`--model DIR`: paraphrase-MiniLM-L3-v2 in f32 safetensors): load, embedding throughput, and
+//! how close its vectors are to the bundled 4-bit model's.
 //!
 //! `cargo bench --features semantic --bench semantic`; `-- --quick` for a short pass (CI).
 
+#[path = "support/minilm_folder.rs"]
+mod minilm_folder;
 #[path = "support/synthetic.rs"]
 mod synthetic;
 
@@ -14,7 +18,7 @@ use toolreg::emit::Emitter;
 use toolreg::runtime::hybrid::{Hybrid, DEFAULT_WEIGHT};
 use toolreg::runtime::search::SearchRequest;
 use toolreg::runtime::Gateway;
-use toolreg::semantic::{self, Bundled, VectorFile};
+use toolreg::semantic::{self, Bundled, Encoder, Folder, VectorFile};
 
 fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration) {
     v.sort();
@@ -96,7 +100,7 @@ fn main() {
         files["help.json"].as_bytes(),
     )
     .unwrap()
-    .with_hybrid(Hybrid::new(&reg, &file, Arc::new(encoder), DEFAULT_WEIGHT).unwrap());
+    .with_hybrid(Hybrid::new(&reg, &file, Arc::new(encoder), Some(DEFAULT_WEIGHT)).unwrap());
     // Distinct queries, so every hybrid search embeds its query (no cache hit).
     let reps = if quick { 20 } else { 200 };
     let queries: Vec<String> = (0..reps)
@@ -135,5 +139,41 @@ fn main() {
     println!(
         "search, hybrid, repeated queries (cached embedding): p50 {}",
         ms(cached)
+    );
+
+    folder_model(&reg, quick);
+}
+
+/// The second encoder: a sentence-transformer folder loaded with candle.
+fn folder_model(reg: &toolreg::registry::Registry, quick: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    minilm_folder::write(dir.path());
+    let t = Instant::now();
+    let folder = Folder::load(dir.path()).unwrap();
+    println!(
+        "model load (folder, f32 safetensors, hashed): {}",
+        ms(t.elapsed())
+    );
+    let texts: Vec<String> = reg
+        .ops
+        .values()
+        .take(if quick { 20 } else { 200 })
+        .map(semantic::op_text)
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let t = Instant::now();
+    let vectors = folder.embed(&texts).unwrap();
+    let took = t.elapsed();
+    let bundled = Bundled::load().unwrap().embed(&texts).unwrap();
+    let worst = vectors
+        .iter()
+        .zip(&bundled)
+        .map(|(a, b)| semantic::cosine(a, b))
+        .fold(f32::MAX, f32::min);
+    println!(
+        "embed with the folder: {} ops in {:.2} s ({:.0} ops/s); lowest cosine to the bundled model's vectors {worst:.4}",
+        texts.len(),
+        took.as_secs_f64(),
+        texts.len() as f64 / took.as_secs_f64()
     );
 }

@@ -115,6 +115,7 @@ impl serde::Serialize for HeaderOf<'_> {
             synonyms,
             clusters,
             upstreams,
+            search,
         } = r;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("budgets", budgets)?;
@@ -129,6 +130,10 @@ impl serde::Serialize for HeaderOf<'_> {
         m.serialize_entry("name", name)?;
         m.serialize_entry("profiles", profiles)?;
         m.serialize_entry("registry_version", registry_version)?;
+        // Like upstreams: only catalogs that set `[search]` carry the key.
+        if !search.is_unset() {
+            m.serialize_entry("search", search)?;
+        }
         m.serialize_entry("synonyms", synonyms)?;
         m.serialize_entry("tree", tree)?;
         // Only catalogs with upstreams carry the key, so other registries keep their bytes.

@@ -47,6 +47,11 @@ struct Out {
     /// Folder of handlebars templates replacing the built-in docs templates, file by file
     #[arg(long, value_name = "DIR")]
     templates: Option<PathBuf>,
+    /// A BERT sentence-transformer folder to embed ops with for `vectors` (default: the bundled
+    /// model); search must then be given the same folder
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
 }
 
 impl Out {
@@ -56,6 +61,8 @@ impl Out {
             // The vectors already built are the embedding cache: only changed ops are embedded.
             #[cfg(feature = "semantic")]
             previous_vectors: std::fs::read_to_string(self.out.join(toolreg::semantic::FILE)).ok(),
+            #[cfg(feature = "semantic")]
+            model: self.model.clone(),
         }
     }
 
@@ -253,9 +260,14 @@ struct RegistryFile {
 #[derive(clap::Args)]
 struct Ranking {
     /// Weight of semantic similarity in search, 0..1, when vectors.json lies beside the registry
+    /// (default: the overlay's `[search] semantic_weight`, else 0.3)
     #[cfg(feature = "semantic")]
-    #[arg(long, value_name = "W", default_value_t = toolreg::runtime::hybrid::DEFAULT_WEIGHT)]
-    semantic_weight: f64,
+    #[arg(long, value_name = "W")]
+    semantic_weight: Option<f64>,
+    /// The BERT sentence-transformer folder the vectors were built with (`build --model`)
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
 }
 
 impl RegistryFile {
@@ -292,21 +304,22 @@ impl RegistryFile {
             let Some(ranking) = ranking else {
                 return Ok(gw);
             };
-            let path = dir.join(toolreg::semantic::FILE);
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                return Ok(gw);
+            let choice = toolreg::runtime::hybrid::HybridChoice {
+                model: ranking.model.clone(),
+                weight: ranking.semantic_weight,
             };
-            let file = toolreg::semantic::VectorFile::parse(&text)
-                .map_err(|e| format!("`{}`: {e}", path.display()))?;
-            let encoder = toolreg::semantic::Bundled::load()?;
-            let hybrid = toolreg::runtime::hybrid::Hybrid::new(
-                gw.registry(),
-                &file,
-                std::sync::Arc::new(encoder),
-                ranking.semantic_weight,
-            )
-            .map_err(|e| format!("`{}`: {e}", path.display()))?;
-            Ok(gw.with_hybrid(hybrid))
+            match toolreg::runtime::hybrid::Hybrid::beside(dir, gw.registry(), &choice)? {
+                Some(hybrid) => Ok(gw.with_hybrid(hybrid)),
+                None => {
+                    if choice.model.is_some() || choice.weight.is_some() {
+                        eprintln!(
+                            "warning: no {} beside the registry: search is lexical, --model and --semantic-weight go unused",
+                            toolreg::semantic::FILE
+                        );
+                    }
+                    Ok(gw)
+                }
+            }
         });
         result.map_err(|e| {
             eprintln!("error: {e}");

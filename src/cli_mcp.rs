@@ -64,6 +64,15 @@ pub struct ServeArgs {
     /// by replicas so a keyed write runs once across them (needs the `redis` feature)
     #[arg(long, value_name = "STORE", default_value = "memory")]
     idempotency: String,
+    /// Weight of semantic similarity in tool_search, 0..1, when vectors.json is in the folder
+    /// (default: the overlay's `[search] semantic_weight`, else 0.3)
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "W")]
+    semantic_weight: Option<f64>,
+    /// The BERT sentence-transformer folder the vectors were built with (`build --model`)
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
@@ -161,8 +170,15 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let server = match toolreg::serve::Server::load_with_store(&args.registry, &args.surface, store)
-    {
+    let options = toolreg::serve::ServeOptions {
+        store,
+        #[cfg(feature = "semantic")]
+        hybrid: toolreg::runtime::hybrid::HybridChoice {
+            model: args.model,
+            weight: args.semantic_weight,
+        },
+    };
+    let server = match toolreg::serve::Server::load_with(&args.registry, &args.surface, options) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

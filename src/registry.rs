@@ -350,6 +350,24 @@ pub struct Registry {
     /// serve` forwards calls of their ops to them. Absent when there are none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub upstreams: BTreeMap<String, Upstream>,
+    /// How the runtime ranks search results (`[search]` in the overlay). Absent when unset.
+    #[serde(default, skip_serializing_if = "SearchSettings::is_unset")]
+    pub search: SearchSettings,
+}
+
+/// `[search]`: settings the runtime reads when it ranks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchSettings {
+    /// Weight of semantic similarity in hybrid search, 0..1 (feature `semantic`); unset means
+    /// the runtime's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic_weight: Option<f64>,
+}
+
+impl SearchSettings {
+    pub fn is_unset(&self) -> bool {
+        self.semantic_weight.is_none()
+    }
 }
 
 /// An MCP server a catalog's tools came from: a command to start (stdio) or a URL (streamable

@@ -52,6 +52,8 @@ const CASES: &[(&str, i32, &[&str])] = &[
         1,
         &["TR041", "TR060", "TR061", "TR062", "TR063", "TR064"],
     ),
+    // [search] semantic_weight outside 0..1.
+    ("search_weight", 1, &["TR020"]),
     ("unclassified", 1, &["TR014", "TR016"]),
     ("unknown_entity", 0, &["TR016"]),
     ("unknown_overlay_key", 1, &["TR019"]),

@@ -98,6 +98,26 @@ fn the_overlay_example_parses_without_unknown_keys() {
     assert_eq!(overlay.budgets.tool_tokens, Some(900));
 }
 
+#[test]
+fn the_runtime_overlay_keys_parse_without_unknown_keys() {
+    let text = read("docs/guide.md");
+    let start = text
+        .find("```toml\n[synonyms]")
+        .expect("the guide lists the runtime's keys");
+    let body = &text[start + "```toml\n".len()..];
+    let example = &body[..body.find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolreg.toml"), example).unwrap();
+    let mut diags = Diagnostics::default();
+    let lo = toolreg::compiler::overlay::load(dir.path(), "x", &mut diags);
+    assert!(diags.is_empty(), "{}", diags.render_text());
+    let overlay = lo.unwrap().overlay;
+    assert_eq!(overlay.synonyms["todo"], ["task"]);
+    assert_eq!(overlay.clusters.len(), 1);
+    let weight = overlay.search.semantic_weight.map(|w| w.into_inner());
+    assert_eq!(weight, Some(0.3));
+}
+
 /// GitHub's anchor for a heading: lowercase, spaces to `-`, punctuation dropped.
 fn anchor(heading: &str) -> String {
     heading

@@ -3,6 +3,8 @@
 //! ranking through the command line, and `eval --compare`.
 
 mod common;
+#[path = "../benches/support/minilm_folder.rs"]
+mod minilm_folder;
 
 use common::{stderr, toolreg};
 use std::sync::Arc;
@@ -65,12 +67,23 @@ fn vectors_are_cached_checked_and_fused_into_search() {
     let err = file.for_registry(&moved, encoder.identity()).unwrap_err();
     assert!(err.contains("registry"), "{err}");
 
+    // The weight: the caller's, else the overlay's `[search] semantic_weight`, else 0.3.
+    let weight = |reg: &toolreg::registry::Registry, given: Option<f64>| {
+        let encoder: Arc<dyn Encoder> = Arc::new(Bundled::load().unwrap());
+        Hybrid::new(reg, &file, encoder, given).unwrap().weight()
+    };
+    let mut weighted = reg.clone();
+    weighted.search.semantic_weight = Some(0.7);
+    assert_eq!(weight(&reg, None), toolreg::runtime::hybrid::DEFAULT_WEIGHT);
+    assert_eq!(weight(&weighted, None), 0.7);
+    assert_eq!(weight(&weighted, Some(0.2)), 0.2);
+
     // Hybrid search finds a paraphrase lexical search ranks low: a MetaTool dev query.
     let help = toolreg::emit::help::build(&reg);
     let lexical = Gateway::new(reg.clone(), help.clone()).unwrap();
     let hybrid = Gateway::new(reg.clone(), help)
         .unwrap()
-        .with_hybrid(Hybrid::new(&reg, &file, Arc::new(encoder), 0.3).unwrap());
+        .with_hybrid(Hybrid::new(&reg, &file, Arc::new(encoder), Some(0.3)).unwrap());
     let rank = |gw: &Gateway, q: &str, tool: &str| {
         gw.search(&SearchRequest::query(q))
             .results
@@ -114,11 +127,13 @@ fn the_command_builds_vectors_and_compares() {
                 "--out",
                 "out",
                 "--emit",
-                "registry,help,vectors",
+                "registry,help,surfaces,vectors",
             ],
         );
         assert!(run.status.success(), "{command}: {}", stderr(&run));
     }
+    #[cfg(feature = "mcp")]
+    serve_ranks_hybrid(&dir.path().join("out"));
     let queries = common::repo().join("tests/eval/metatool/dev.jsonl");
     let eval = toolreg(
         dir.path(),
@@ -155,4 +170,159 @@ fn the_command_builds_vectors_and_compares() {
         "{}",
         stderr(&search)
     );
+}
+
+/// `toolreg serve` over a folder with vectors.json: tool_search answers as the hybrid gateway
+/// does (a query whose first result differs from lexical search's proves the vectors are used).
+#[cfg(feature = "mcp")]
+fn serve_ranks_hybrid(out: &std::path::Path) {
+    use toolreg::serve::{ServeOptions, Server, SurfaceChoice};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let first = |server: &Server, query: &str| {
+        let args = serde_json::json!({"query": query, "limit": 3});
+        let result = rt
+            .block_on(server.call("tool_search", args.as_object().cloned()))
+            .unwrap();
+        let v = serde_json::to_value(&result).unwrap();
+        let text = v["content"][0]["text"].as_str().unwrap().to_string();
+        let body: serde_json::Value = serde_json::from_str(&text).unwrap();
+        body["results"][0]["op"].as_str().unwrap().to_string()
+    };
+    let hybrid = Server::load_with(out, &SurfaceChoice::Gateway, ServeOptions::default()).unwrap();
+    let lexical_dir = tempfile::tempdir().unwrap();
+    for f in ["registry.json", "help.json"] {
+        std::fs::copy(out.join(f), lexical_dir.path().join(f)).unwrap();
+    }
+    common::copy_dir(&out.join("surfaces"), &lexical_dir.path().join("surfaces"));
+    let lexical = Server::load(lexical_dir.path(), &SurfaceChoice::Gateway).unwrap();
+    let dev =
+        std::fs::read_to_string(common::repo().join("tests/eval/metatool/dev.jsonl")).unwrap();
+    let differs = dev
+        .lines()
+        .take(100)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| {
+            let q = v["query"].as_str().unwrap();
+            first(&hybrid, q) != first(&lexical, q)
+        })
+        .count();
+    assert!(differs >= 5, "{differs} of 100 queries ranked differently");
+    // Vectors for another registry stop the server before it serves.
+    let tampered = tempfile::tempdir().unwrap();
+    common::copy_dir(out, tampered.path());
+    let path = tampered.path().join("vectors.json");
+    let mut file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    file["registry_version"] = "b3:0000000000000000".into();
+    std::fs::write(&path, file.to_string()).unwrap();
+    let err = Server::load_with(
+        tampered.path(),
+        &SurfaceChoice::Gateway,
+        ServeOptions::default(),
+    )
+    .err()
+    .expect("refused")
+    .to_string();
+    assert!(
+        err.contains("semantic search") && err.contains("rebuild"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_sentence_transformer_folder_is_a_second_encoder() {
+    let model = tempfile::tempdir().unwrap();
+    minilm_folder::write(model.path());
+    let folder = semantic::Folder::load(model.path()).unwrap();
+    let bundled = Bundled::load().unwrap();
+    assert_eq!(folder.identity().dimensions, 384);
+    assert_ne!(folder.identity(), bundled.identity());
+    assert!(folder.identity().weights.contains("pooling:mean"));
+
+    // The same weights through the folder loader give the same vectors: it reads the config,
+    // tokenizer, weights and pooling as the bundled model does.
+    let reg = toolreg::compiler::compile(&metatool()).registry.unwrap();
+    let texts: Vec<String> = reg.ops.values().take(25).map(semantic::op_text).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let a = folder.embed(&texts).unwrap();
+    let b = bundled.embed(&texts).unwrap();
+    for ((x, y), t) in a.iter().zip(&b).zip(&texts) {
+        let norm: f32 = x.iter().map(|v| v * v).sum();
+        assert!((norm - 1.0).abs() < 1e-4, "not unit length: {t}");
+        let c = semantic::cosine(x, y);
+        assert!(c > 0.999, "cosine {c} for {t}");
+    }
+
+    // The command: build vectors with the folder, check, search with it; without it, the
+    // vectors are refused with what to pass.
+    let work = tempfile::tempdir().unwrap();
+    let defs = common::repo().join("tests/catalogs/reference-servers");
+    let model_arg = model.path().to_str().unwrap();
+    for command in ["build", "check"] {
+        let run = toolreg(
+            work.path(),
+            &[
+                command,
+                "--definitions",
+                defs.to_str().unwrap(),
+                "--out",
+                "out",
+                "--emit",
+                "registry,help,vectors",
+                "--model",
+                model_arg,
+            ],
+        );
+        assert!(run.status.success(), "{command}: {}", stderr(&run));
+    }
+    let file = std::fs::read_to_string(work.path().join("out/vectors.json")).unwrap();
+    let file = VectorFile::parse(&file).unwrap();
+    assert_eq!(file.model, *folder.identity());
+    let search = |extra: &[&str]| {
+        let mut args = vec![
+            "search",
+            "store a fact about a person",
+            "--registry",
+            "out/registry.json",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        toolreg(work.path(), &args)
+    };
+    let found = search(&["--model", model_arg]);
+    assert!(found.status.success(), "{}", stderr(&found));
+    let hits: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
+    assert!(!hits["results"].as_array().unwrap().is_empty(), "{hits}");
+    let refused = search(&[]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("pass the same --model"),
+        "{}",
+        stderr(&refused)
+    );
+    // A folder that cannot load stops the build with TR072 and leaves the output as it was.
+    let broken = tempfile::tempdir().unwrap();
+    let run = toolreg(
+        work.path(),
+        &[
+            "build",
+            "--definitions",
+            defs.to_str().unwrap(),
+            "--out",
+            "out",
+            "--emit",
+            "registry,help,vectors",
+            "--model",
+            broken.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        stderr(&run).contains("TR072") && stderr(&run).contains("has no config.json"),
+        "{}",
+        stderr(&run)
+    );
+    let after = std::fs::read_to_string(work.path().join("out/vectors.json")).unwrap();
+    assert_eq!(VectorFile::parse(&after).unwrap(), file);
 }

@@ -165,3 +165,34 @@ fn overlay_semantics_change_the_version() {
     let v = compile(other.path()).registry.unwrap().registry_version;
     assert_ne!(v, base_version());
 }
+
+#[test]
+fn the_search_weight_is_carried_and_hashed_only_when_set() {
+    let tools = example_tools();
+    let compile_with = |extra: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("toolreg.toml"), overlay() + extra).unwrap();
+        std::fs::write(
+            dir.path().join("all.json"),
+            serde_json::to_string(&tools).unwrap(),
+        )
+        .unwrap();
+        compile(dir.path()).registry.unwrap()
+    };
+    // Unset: no `search` key, and the version every earlier registry had.
+    let plain = compile_with("");
+    assert_eq!(plain.registry_version, base_version());
+    let json = serde_json::to_value(&plain).unwrap();
+    assert!(json.get("search").is_none());
+    // Set: the runtime reads it from registry.json, and it ranks differently, so the version
+    // changes with it.
+    let weighted = compile_with("\n[search]\nsemantic_weight = 0.6\n");
+    assert_eq!(weighted.search.semantic_weight, Some(0.6));
+    assert_ne!(weighted.registry_version, plain.registry_version);
+    let files = toolreg::emit::registry_json::emit(&weighted);
+    let reread =
+        toolreg::registry::Registry::from_slice(files["registry.json"].as_bytes()).unwrap();
+    assert_eq!(reread.search.semantic_weight, Some(0.6));
+    let other = compile_with("\n[search]\nsemantic_weight = 0.5\n");
+    assert_ne!(other.registry_version, weighted.registry_version);
+}

@@ -173,6 +173,7 @@ pub fn assemble(
     let gateway = gateway_names(overlay);
     check_gateway_names(&gateway, &ops, lo, diags);
     let upstreams = upstreams(&ops, lo, diags);
+    let search = search_settings(lo, diags);
     let mut reg = Registry {
         name: overlay
             .registry
@@ -191,6 +192,7 @@ pub fn assemble(
         synonyms,
         clusters,
         upstreams,
+        search,
         budgets: Budgets {
             tool_tokens: overlay.budgets.tool_tokens,
             profile_tokens: overlay.budgets.profile_tokens,
@@ -501,6 +503,26 @@ fn select_ops(
         chosen.extend(hits.into_iter().cloned());
     }
     chosen
+}
+
+/// `[search]` -> the registry's search settings; a weight outside 0..1 is TR020 at its value.
+fn search_settings(lo: &LoadedOverlay, diags: &mut Diagnostics) -> crate::registry::SearchSettings {
+    let semantic_weight = lo.overlay.search.semantic_weight.as_ref().and_then(|w| {
+        let value = *w.get_ref();
+        if (0.0..=1.0).contains(&value) {
+            return Some(value);
+        }
+        diags.push(
+            Diagnostic::new(
+                Code::OverlayInvalid,
+                format!("[search] semantic_weight = {value} is not within 0..1"),
+            )
+            .at(lo.loc(w.span()))
+            .help("0 ranks lexically only, 1 by semantic similarity only; the default is 0.3"),
+        );
+        None
+    });
+    crate::registry::SearchSettings { semantic_weight }
 }
 
 /// `[upstreams.NAME]` -> the registry's upstreams. NAME is a safe name, exactly one of `command`

@@ -67,6 +67,17 @@ pub struct Overlay {
     /// MCP servers the catalog's `NAME.mcp.json` files were imported from (`toolreg import mcp`).
     #[serde(default)]
     pub upstreams: BTreeMap<Spanned<String>, UpstreamSpec>,
+    /// Search settings the runtime reads from the registry.
+    #[serde(default)]
+    pub search: SearchSpec,
+}
+
+/// `[search]`: how the runtime ranks.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSpec {
+    /// Weight of semantic similarity in hybrid search, 0..1 (feature `semantic`).
+    pub semantic_weight: Option<Spanned<f64>>,
 }
 
 /// `[upstreams.NAME]`: how to reach the MCP server whose tools are in `NAME.mcp.json`; either a
@@ -442,14 +453,14 @@ pub struct LoadedOverlay {
 }
 
 impl LoadedOverlay {
-    /// No overlay, or one that only records where imported tools came from (`[upstreams]`):
-    /// the catalog's taxonomy is still entirely inferred.
+    /// No overlay, or one that only records where imported tools came from (`[upstreams]`) and
+    /// how to search (`[search]`): the catalog's taxonomy is still entirely inferred.
     pub fn has_no_taxonomy(&self) -> bool {
         self.text.trim().is_empty()
             || self
                 .text
                 .parse::<toml::Table>()
-                .is_ok_and(|t| t.keys().all(|k| k == "upstreams"))
+                .is_ok_and(|t| t.keys().all(|k| k == "upstreams" || k == "search"))
     }
 
     /// A location from a byte span in the overlay.

@@ -72,6 +72,10 @@ pub struct Settings {
     /// their vectors instead of being embedded again.
     #[cfg(feature = "semantic")]
     pub previous_vectors: Option<String>,
+    /// The sentence-transformer folder to embed with (`--model DIR`); the bundled model when
+    /// unset.
+    #[cfg(feature = "semantic")]
+    pub model: Option<std::path::PathBuf>,
 }
 
 impl Emitter {
@@ -141,7 +145,12 @@ impl Emitter {
             Emitter::Ts => typescript::emit(reg),
             Emitter::Docs => docs::render(reg, settings.templates.as_deref(), diags),
             #[cfg(feature = "semantic")]
-            Emitter::Vectors => vectors::emit(reg, settings.previous_vectors.as_deref(), diags),
+            Emitter::Vectors => vectors::emit(
+                reg,
+                settings.previous_vectors.as_deref(),
+                settings.model.as_deref(),
+                diags,
+            ),
         }
     }
 }

@@ -6,6 +6,7 @@
 use crate::registry::Registry;
 use crate::semantic::{Encoder, OpVectors, VectorFile};
 use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The default weight of the semantic score in the fusion (0 = lexical only, 1 = semantic only),
@@ -22,15 +23,62 @@ pub struct Hybrid {
     cache: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
 }
 
+/// What a program serving a registry folder chose for hybrid search.
+#[derive(Debug, Clone, Default)]
+pub struct HybridChoice {
+    /// The sentence-transformer folder the vectors were built with (`--model`); the bundled
+    /// model when unset.
+    pub model: Option<PathBuf>,
+    /// Overrides the registry's `[search] semantic_weight`.
+    pub weight: Option<f64>,
+}
+
 impl Hybrid {
+    /// Hybrid ranking from the `vectors.json` in `dir` (the folder `toolreg build` wrote), or
+    /// `None` when there is none: search stays lexical. A file that cannot be read or that was
+    /// made by another model or for another registry is an error naming it, never ignored.
+    pub fn beside(
+        dir: &Path,
+        reg: &Registry,
+        choice: &HybridChoice,
+    ) -> Result<Option<Hybrid>, String> {
+        let path = dir.join(crate::semantic::FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
+        };
+        let at = |e: String| format!("`{}`: {e}", path.display());
+        let file = VectorFile::parse(&text).map_err(at)?;
+        let encoder = crate::semantic::load_encoder(choice.model.as_deref()).map_err(|e| {
+            match &choice.model {
+                Some(_) => format!("the model folder did not load: {e}"),
+                None => format!("the bundled encoder did not load: {e}"),
+            }
+        })?;
+        Hybrid::new(reg, &file, encoder, choice.weight)
+            .map(Some)
+            .map_err(|e| match &choice.model {
+                // The usual cause: vectors built with --model, searched without it.
+                None if !file.model.name.starts_with("pocket-encoder/") => at(format!(
+                    "{e}; they were built with --model: pass the same --model DIR here"
+                )),
+                _ => at(e),
+            })
+    }
+
     /// Hybrid ranking over `reg` with the vectors of `file`, refused unless they were made by
-    /// `encoder`'s model for this registry.
+    /// `encoder`'s model for this registry. The weight is `weight` when given (a command-line
+    /// flag), else the overlay's `[search] semantic_weight`, else `DEFAULT_WEIGHT`.
     pub fn new(
         reg: &Registry,
         file: &VectorFile,
         encoder: Arc<dyn Encoder>,
-        weight: f64,
+        weight: Option<f64>,
     ) -> Result<Hybrid, String> {
+        let weight = weight
+            .or(reg.search.semantic_weight)
+            .unwrap_or(DEFAULT_WEIGHT);
         if !(0.0..=1.0).contains(&weight) {
             return Err(format!("semantic weight {weight} is not within 0..1"));
         }

@@ -77,6 +77,18 @@ pub enum ServeError {
     UnknownProfile { name: String, known: String },
     #[error("idempotency store `{spec}`: {message}")]
     Store { spec: String, message: String },
+    #[error("semantic search: {0}")]
+    Semantic(String),
+}
+
+/// How [`Server::load_with`] sets the server up.
+#[derive(Clone, Default)]
+pub struct ServeOptions {
+    /// Where idempotency keys live (shared by replicas); this process when unset.
+    pub store: Option<Arc<dyn IdempotencyStore>>,
+    /// Hybrid search, used when the folder holds `vectors.json` (feature `semantic`).
+    #[cfg(feature = "semantic")]
+    pub hybrid: crate::runtime::hybrid::HybridChoice,
 }
 
 /// The idempotency store `--idempotency` names: `memory` (the runtime's default, this process
@@ -135,6 +147,23 @@ impl Server {
         surface: &SurfaceChoice,
         store: Option<Arc<dyn IdempotencyStore>>,
     ) -> Result<Server, ServeError> {
+        Self::load_with(
+            dir,
+            surface,
+            ServeOptions {
+                store,
+                ..ServeOptions::default()
+            },
+        )
+    }
+
+    /// As [`Server::load`], with `options`. With the `semantic` feature and `vectors.json` in
+    /// `dir`, `tool_search` ranks hybrid; vectors from another model or registry stop the start.
+    pub fn load_with(
+        dir: &Path,
+        surface: &SurfaceChoice,
+        options: ServeOptions,
+    ) -> Result<Server, ServeError> {
         let read = |name: &str| {
             let path = dir.join(name);
             std::fs::read(&path).map_err(|source| crate::runtime::GatewayError::Io {
@@ -159,15 +188,24 @@ impl Server {
         let version = reg.registry_version.clone();
         let pool = Arc::new(Pool::new(reg.upstreams.clone()));
         let owned = upstream_ops(&reg);
-        let mut gateway = Gateway::with_options(
+        #[cfg(feature = "semantic")]
+        let hybrid = crate::runtime::hybrid::Hybrid::beside(dir, &reg, &options.hybrid)
+            .map_err(ServeError::Semantic)?;
+        let gateway = Gateway::with_options(
             reg,
             help,
             Options {
                 scope,
-                idempotency_store: store,
+                idempotency_store: options.store,
                 ..Options::default()
             },
         )?;
+        #[cfg(feature = "semantic")]
+        let gateway = match hybrid {
+            Some(h) => gateway.with_hybrid(h),
+            None => gateway,
+        };
+        let mut gateway = gateway;
         for (op, (upstream, tool)) in owned {
             let pool = Arc::clone(&pool);
             gateway

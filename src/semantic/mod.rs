@@ -1,5 +1,5 @@
-//! Semantic ranking's shared parts (feature `semantic`): the `Encoder` trait and the bundled
-//! model, the text each op is embedded from, and the vector artifact (`vectors.json`) that
+//! Semantic ranking's shared parts (feature `semantic`): the `Encoder` trait and its two
+//! implementations (the bundled model, and any BERT sentence-transformer folder), the text each op is embedded from, and the vector artifact (`vectors.json`) that
 //! `toolreg build` writes and the runtime loads.
 //!
 //! Below both the compiler and the runtime: the compiler embeds ops, the runtime embeds queries,
@@ -7,8 +7,16 @@
 //! version and a hash of each op's text; a file from another model or registry is refused, and a
 //! rebuild re-embeds only ops whose text changed.
 
+mod bundled;
+mod folder;
+
+pub use bundled::Bundled;
+pub use folder::Folder;
+
 use crate::registry::{OpRecord, Registry};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
 
 /// What a vector space is: two vectors compare only if their identities are equal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,40 +34,13 @@ pub trait Encoder: Send + Sync {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
 }
 
-/// The bundled model: paraphrase-MiniLM-L3-v2 in 4-bit weights (pocket-encoder; offline).
-pub struct Bundled {
-    encoder: pocket_encoder::Encoder,
-    identity: ModelIdentity,
-}
-
-impl Bundled {
-    pub fn load() -> Result<Bundled, String> {
-        let info = pocket_encoder::model_info();
-        let encoder = pocket_encoder::Encoder::new().map_err(|e| e.to_string())?;
-        Ok(Bundled {
-            encoder,
-            identity: ModelIdentity {
-                name: info.id,
-                dimensions: info.dimensions,
-                weights: format!("{}+tokenizer:{}", info.revision, info.tokenizer_sha256),
-            },
-        })
-    }
-}
-
-impl Encoder for Bundled {
-    fn identity(&self) -> &ModelIdentity {
-        &self.identity
-    }
-
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        // pocket-encoder takes at most 4096 texts (4 MiB) per call.
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(1024) {
-            out.extend(self.encoder.embed(chunk).map_err(|e| e.to_string())?);
-        }
-        Ok(out)
-    }
+/// The encoder to embed with: the sentence-transformer folder `model` when given, else the
+/// bundled model. The compiler and the runtime call this with the same choice.
+pub fn load_encoder(model: Option<&Path>) -> Result<Arc<dyn Encoder>, String> {
+    Ok(match model {
+        Some(dir) => Arc::new(Folder::load(dir)?),
+        None => Arc::new(Bundled::load()?),
+    })
 }
 
 /// The text an op is embedded from: its name as words, then its summary and description
