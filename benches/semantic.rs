@@ -142,6 +142,54 @@ fn main() {
     );
 
     folder_model(&reg, quick);
+    // The bundled model loads once per process; this is the same model again.
+    f16_storage_cost(&Bundled::load().unwrap(), quick);
+}
+
+/// What storing vectors as f16 costs: on MetaTool (199 real tools) and its held-out queries,
+/// how often the nearest op by cosine differs between the f32 vectors and their f16 copies.
+fn f16_storage_cost(encoder: &Bundled, quick: bool) {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let reg = toolreg::compiler::compile(&repo.join("tests/eval/metatool/definitions"))
+        .registry
+        .expect("MetaTool compiles");
+    let texts: Vec<String> = reg.ops.values().map(semantic::op_text).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let full = encoder.embed(&texts).unwrap();
+    let half: Vec<Vec<f32>> = full
+        .iter()
+        .map(|v| v.iter().map(|x| half::f16::from_f32(*x).to_f32()).collect())
+        .collect();
+    let queries = std::fs::read_to_string(repo.join("tests/eval/metatool/heldout.jsonl")).unwrap();
+    let queries: Vec<String> = queries
+        .lines()
+        .take(if quick { 50 } else { usize::MAX })
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["query"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let nearest = |ops: &[Vec<f32>], q: &[f32]| {
+        let scores: Vec<f32> = ops.iter().map(|o| semantic::cosine(o, q)).collect();
+        let best = (0..scores.len())
+            .max_by(|&a, &b| scores[a].total_cmp(&scores[b]))
+            .unwrap();
+        (best, scores)
+    };
+    let (mut differ, mut worst) = (0, 0f32);
+    for q in &queries {
+        let q = encoder.embed(&[q.as_str()]).unwrap().pop().unwrap();
+        let (a, sa) = nearest(&full, &q);
+        let (b, sb) = nearest(&half, &q);
+        differ += usize::from(a != b);
+        for (x, y) in sa.iter().zip(&sb) {
+            worst = worst.max((x - y).abs());
+        }
+    }
+    println!(
+        "f16 storage on MetaTool held-out: nearest op differs from f32 on {differ} of {} queries; largest cosine error {worst:.5}",
+        queries.len()
+    );
 }
 
 /// The second encoder: a sentence-transformer folder loaded with candle.
