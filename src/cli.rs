@@ -66,6 +66,14 @@ impl Out {
         }
     }
 
+    /// `--model` only serves the `vectors` emitter: say so instead of ignoring it.
+    fn warn_unused_model(&self) {
+        #[cfg(feature = "semantic")]
+        if self.model.is_some() && !self.emitters().contains(&Emitter::Vectors) {
+            eprintln!("warning: --model is used by the `vectors` emitter only; add it to --emit");
+        }
+    }
+
     fn emitters(&self) -> Vec<Emitter> {
         if self.emit.is_empty() {
             Emitter::ALL.to_vec()
@@ -406,6 +414,7 @@ pub fn run() -> ExitCode {
     }
     match cli.command {
         Command::Build { defs, out, format } => {
+            out.warn_unused_model();
             let g = generate_with(&defs.definitions, &out.emitters(), &out.settings());
             show(&g.compiled.diagnostics, format, defs.verbose);
             if out.strict && strict_failure(&g.compiled.diagnostics) {
@@ -454,6 +463,7 @@ pub fn run() -> ExitCode {
             }
         }
         Command::Check { defs, out, format } => {
+            out.warn_unused_model();
             let g = generate_with(&defs.definitions, &out.emitters(), &out.settings());
             if out.strict && strict_failure(&g.compiled.diagnostics) {
                 show(&g.compiled.diagnostics, format, defs.verbose);

@@ -258,68 +258,77 @@ fn a_sentence_transformer_folder_is_a_second_encoder() {
     let work = tempfile::tempdir().unwrap();
     let defs = common::repo().join("tests/catalogs/reference-servers");
     let model_arg = model.path().to_str().unwrap();
-    for command in ["build", "check"] {
-        let run = toolreg(
-            work.path(),
-            &[
-                command,
-                "--definitions",
-                defs.to_str().unwrap(),
-                "--out",
-                "out",
-                "--emit",
-                "registry,help,vectors",
-                "--model",
-                model_arg,
-            ],
-        );
-        assert!(run.status.success(), "{command}: {}", stderr(&run));
-    }
-    let file = std::fs::read_to_string(work.path().join("out/vectors.json")).unwrap();
-    let file = VectorFile::parse(&file).unwrap();
-    assert_eq!(file.model, *folder.identity());
-    let search = |extra: &[&str]| {
+    // `command` over the reference servers into `out`, with `--emit emit` and `--model`.
+    let compile = |command: &str, out: &str, emit: &str, model: Option<&str>| {
+        let mut args = vec![
+            command,
+            "--definitions",
+            defs.to_str().unwrap(),
+            "--out",
+            out,
+            "--emit",
+            emit,
+        ];
+        args.extend(model.map(|m| ["--model", m]).into_iter().flatten());
+        toolreg(work.path(), &args)
+    };
+    let search = |registry: &str, extra: &[&str]| {
         let mut args = vec![
             "search",
             "store a fact about a person",
             "--registry",
-            "out/registry.json",
+            registry,
             "--format",
             "json",
         ];
         args.extend_from_slice(extra);
         toolreg(work.path(), &args)
     };
-    let found = search(&["--model", model_arg]);
+    let fails_saying = |run: &std::process::Output, said: &str| {
+        assert_eq!(run.status.code(), Some(2), "{}", stderr(run));
+        assert!(stderr(run).contains(said), "{}", stderr(run));
+    };
+    for command in ["build", "check"] {
+        let run = compile(command, "out", "registry,help,vectors", Some(model_arg));
+        assert!(run.status.success(), "{command}: {}", stderr(&run));
+    }
+    let file = std::fs::read_to_string(work.path().join("out/vectors.json")).unwrap();
+    let file = VectorFile::parse(&file).unwrap();
+    assert_eq!(file.model, *folder.identity());
+    let found = search("out/registry.json", &["--model", model_arg]);
     assert!(found.status.success(), "{}", stderr(&found));
     let hits: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
     assert!(!hits["results"].as_array().unwrap().is_empty(), "{hits}");
-    let refused = search(&[]);
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(
-        stderr(&refused).contains("pass the same --model"),
-        "{}",
-        stderr(&refused)
+    fails_saying(&search("out/registry.json", &[]), "pass the same --model");
+
+    // The reverse: vectors of the bundled model, searched with --model.
+    let bundled_run = compile("build", "bundled", "registry,help,vectors", None);
+    assert!(bundled_run.status.success(), "{}", stderr(&bundled_run));
+    fails_saying(
+        &search("bundled/registry.json", &["--model", model_arg]),
+        "leave out --model",
     );
+
+    // --model without the vectors emitter would do nothing: said, not ignored.
+    let unused = compile("build", "plain", "registry,help", Some(model_arg));
+    assert!(unused.status.success(), "{}", stderr(&unused));
+    assert!(
+        stderr(&unused).contains("used by the `vectors` emitter only"),
+        "{}",
+        stderr(&unused)
+    );
+
     // A folder that cannot load stops the build with TR072 and leaves the output as it was.
     let broken = tempfile::tempdir().unwrap();
-    let run = toolreg(
-        work.path(),
-        &[
-            "build",
-            "--definitions",
-            defs.to_str().unwrap(),
-            "--out",
-            "out",
-            "--emit",
-            "registry,help,vectors",
-            "--model",
-            broken.path().to_str().unwrap(),
-        ],
+    let run = compile(
+        "build",
+        "out",
+        "registry,help,vectors",
+        broken.path().to_str(),
     );
-    assert_eq!(run.status.code(), Some(2));
+    fails_saying(&run, "TR072");
     assert!(
-        stderr(&run).contains("TR072") && stderr(&run).contains("has no config.json"),
+        stderr(&run).contains("has no config.json"),
         "{}",
         stderr(&run)
     );

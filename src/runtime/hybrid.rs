@@ -58,12 +58,18 @@ impl Hybrid {
         })?;
         Hybrid::new(reg, &file, encoder, choice.weight)
             .map(Some)
-            .map_err(|e| match &choice.model {
-                // The usual cause: vectors built with --model, searched without it.
-                None if !file.model.name.starts_with("pocket-encoder/") => at(format!(
-                    "{e}; they were built with --model: pass the same --model DIR here"
-                )),
-                _ => at(e),
+            .map_err(|e| {
+                // The usual causes: `--model` given to build and not here, or the reverse.
+                let bundled_vectors = file.model.name.starts_with("pocket-encoder/");
+                match (&choice.model, bundled_vectors) {
+                    (None, false) => at(format!(
+                        "{e}; they were built with --model: pass the same --model DIR here"
+                    )),
+                    (Some(_), true) => at(format!(
+                        "{e}; they were built with the bundled model: leave out --model, or rebuild with it"
+                    )),
+                    _ => at(e),
+                }
             })
     }
 
