@@ -264,9 +264,10 @@ struct RegistryFile {
     registry: PathBuf,
 }
 
-/// How search ranks: lexical, or hybrid when vectors.json lies beside the registry.
+/// How search ranks: lexical, or hybrid when vectors.json lies beside the registry (also
+/// `serve`'s flags).
 #[derive(clap::Args)]
-struct Ranking {
+pub(crate) struct Ranking {
     /// Weight of semantic similarity in search, 0..1, when vectors.json lies beside the registry
     /// (default: the overlay's `[search] semantic_weight`, else 0.3)
     #[cfg(feature = "semantic")]
@@ -276,6 +277,16 @@ struct Ranking {
     #[cfg(feature = "semantic")]
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
+}
+
+impl Ranking {
+    #[cfg(feature = "semantic")]
+    pub(crate) fn choice(&self) -> toolreg::runtime::hybrid::HybridChoice {
+        toolreg::runtime::hybrid::HybridChoice {
+            model: self.model.clone(),
+            weight: self.semantic_weight,
+        }
+    }
 }
 
 impl RegistryFile {
@@ -312,10 +323,7 @@ impl RegistryFile {
             let Some(ranking) = ranking else {
                 return Ok(gw);
             };
-            let choice = toolreg::runtime::hybrid::HybridChoice {
-                model: ranking.model.clone(),
-                weight: ranking.semantic_weight,
-            };
+            let choice = ranking.choice();
             match toolreg::runtime::hybrid::Hybrid::beside(dir, gw.registry(), &choice)? {
                 Some(hybrid) => Ok(gw.with_hybrid(hybrid)),
                 None => {

@@ -64,15 +64,8 @@ pub struct ServeArgs {
     /// by replicas so a keyed write runs once across them (needs the `redis` feature)
     #[arg(long, value_name = "STORE", default_value = "memory")]
     idempotency: String,
-    /// Weight of semantic similarity in tool_search, 0..1, when vectors.json is in the folder
-    /// (default: the overlay's `[search] semantic_weight`, else 0.3)
-    #[cfg(feature = "semantic")]
-    #[arg(long, value_name = "W")]
-    semantic_weight: Option<f64>,
-    /// The BERT sentence-transformer folder the vectors were built with (`build --model`)
-    #[cfg(feature = "semantic")]
-    #[arg(long, value_name = "DIR")]
-    model: Option<PathBuf>,
+    #[command(flatten)]
+    ranking: crate::cli::Ranking,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
@@ -173,10 +166,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     let options = toolreg::serve::ServeOptions {
         store,
         #[cfg(feature = "semantic")]
-        hybrid: toolreg::runtime::hybrid::HybridChoice {
-            model: args.model,
-            weight: args.semantic_weight,
-        },
+        hybrid: args.ranking.choice(),
     };
     let server = match toolreg::serve::Server::load_with(&args.registry, &args.surface, options) {
         Ok(s) => s,

@@ -147,14 +147,14 @@ impl Server {
         surface: &SurfaceChoice,
         store: Option<Arc<dyn IdempotencyStore>>,
     ) -> Result<Server, ServeError> {
-        Self::load_with(
-            dir,
-            surface,
-            ServeOptions {
-                store,
-                ..ServeOptions::default()
-            },
-        )
+        // Which fields exist depends on the features: without `semantic`, `store` is all of
+        // them and the update is needless.
+        #[allow(clippy::needless_update)]
+        let options = ServeOptions {
+            store,
+            ..ServeOptions::default()
+        };
+        Self::load_with(dir, surface, options)
     }
 
     /// As [`Server::load`], with `options`. With the `semantic` feature and `vectors.json` in
