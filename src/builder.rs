@@ -12,7 +12,7 @@
 //! `cargo:rerun-if-changed` for every input file and folder that exists, and `cargo:warning` for
 //! each warning. On errors it prints the diagnostics to stderr and returns them.
 
-use crate::compiler::{compile, Compiled};
+use crate::compiler::Compiled;
 use crate::diag::{Diagnostic, Diagnostics, Severity};
 use crate::emit::{Emitter, FileMap, Settings};
 use crate::output::{self, Ownership, WriteReport};
@@ -35,7 +35,19 @@ pub fn generate(definitions: &Path, emitters: &[Emitter]) -> Generated {
 /// `generate` with emitter settings (custom templates). An emitter error (a broken template)
 /// means no files, like a compile error.
 pub fn generate_with(definitions: &Path, emitters: &[Emitter], settings: &Settings) -> Generated {
-    let mut compiled = compile(definitions);
+    generate_opts(definitions, emitters, settings, false)
+}
+
+/// `generate_with`; `strict` turns off the quarantine of third-party tools (their errors stop
+/// the build like any other).
+pub fn generate_opts(
+    definitions: &Path,
+    emitters: &[Emitter],
+    settings: &Settings,
+    strict: bool,
+) -> Generated {
+    let mut compiled =
+        crate::compiler::compile_opts(definitions, crate::compiler::OverlaySource::File, strict);
     let mut diags = Diagnostics::default();
     let files = compiled
         .registry

@@ -116,6 +116,7 @@ impl serde::Serialize for HeaderOf<'_> {
             clusters,
             upstreams,
             search,
+            quarantined,
         } = r;
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("budgets", budgets)?;
@@ -129,6 +130,10 @@ impl serde::Serialize for HeaderOf<'_> {
         m.serialize_entry("generator", generator)?;
         m.serialize_entry("name", name)?;
         m.serialize_entry("profiles", profiles)?;
+        // Only a build that left third-party tools out carries the key.
+        if !quarantined.is_empty() {
+            m.serialize_entry("quarantined", quarantined)?;
+        }
         m.serialize_entry("registry_version", registry_version)?;
         // Like upstreams: only catalogs that set `[search]` carry the key.
         if !search.is_unset() {

@@ -5,7 +5,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolreg::builder::{generate, generate_with};
+use toolreg::builder::{generate, generate_opts};
 use toolreg::diag::Diagnostics;
 use toolreg::emit::Emitter;
 use toolreg::output::{self, Ownership};
@@ -41,7 +41,8 @@ struct Out {
     /// Artifacts to write, comma-separated: registry, help, surfaces, report, rust, ts, docs (default: all of these); with the `semantic` feature also vectors
     #[arg(long, value_delimiter = ',', value_parser = parse_emitter, value_name = "LIST")]
     emit: Vec<Emitter>,
-    /// Fail when an emitter cannot do its whole job (e.g. an op typify cannot type)
+    /// Fail when an emitter cannot do its whole job (e.g. an op typify cannot type), and let
+    /// errors in third-party tools stop the build instead of quarantining those tools
     #[arg(long)]
     strict: bool,
     /// Folder of handlebars templates replacing the built-in docs templates, file by file
@@ -404,6 +405,34 @@ fn strict_failure(diags: &Diagnostics) -> bool {
         .any(|d| d.code == toolreg::diag::Code::UntypedOp)
 }
 
+/// The build summary's line for third-party tools that were left out (at most ten named).
+fn say_quarantined(reg: &toolreg::Registry) {
+    let q = &reg.quarantined;
+    if q.is_empty() {
+        return;
+    }
+    let named: Vec<String> = q
+        .iter()
+        .take(10)
+        .map(|t| {
+            format!(
+                "`{}` ({}, {})",
+                toolreg::diag::escape_controls(&t.tool_name),
+                t.file,
+                t.codes.join("+")
+            )
+        })
+        .collect();
+    let more = q.len().saturating_sub(named.len());
+    eprintln!(
+        "quarantined {} third-party tool{} (in no surface; TR081 above says why; --strict makes them errors): {}{}",
+        q.len(),
+        if q.len() == 1 { "" } else { "s" },
+        named.join(", "),
+        if more > 0 { format!(", and {more} more") } else { String::new() }
+    );
+}
+
 fn display(p: &std::path::Path) -> String {
     p.to_string_lossy()
         .replace('\\', "/")
@@ -423,7 +452,12 @@ pub fn run() -> ExitCode {
     match cli.command {
         Command::Build { defs, out, format } => {
             out.warn_unused_model();
-            let g = generate_with(&defs.definitions, &out.emitters(), &out.settings());
+            let g = generate_opts(
+                &defs.definitions,
+                &out.emitters(),
+                &out.settings(),
+                out.strict,
+            );
             show(&g.compiled.diagnostics, format, defs.verbose);
             if out.strict && strict_failure(&g.compiled.diagnostics) {
                 eprintln!(
@@ -462,6 +496,7 @@ pub fn run() -> ExitCode {
                         r.unchanged,
                         display(&out.out)
                     );
+                    say_quarantined(reg);
                     ExitCode::SUCCESS
                 }
                 Err(d) => {
@@ -472,7 +507,12 @@ pub fn run() -> ExitCode {
         }
         Command::Check { defs, out, format } => {
             out.warn_unused_model();
-            let g = generate_with(&defs.definitions, &out.emitters(), &out.settings());
+            let g = generate_opts(
+                &defs.definitions,
+                &out.emitters(),
+                &out.settings(),
+                out.strict,
+            );
             if out.strict && strict_failure(&g.compiled.diagnostics) {
                 show(&g.compiled.diagnostics, format, defs.verbose);
                 return ExitCode::from(2);
@@ -496,6 +536,9 @@ pub fn run() -> ExitCode {
                         display(&out.out),
                         files.len()
                     );
+                    if let Some(reg) = &g.compiled.registry {
+                        say_quarantined(reg);
+                    }
                     ExitCode::SUCCESS
                 }
                 Ok(report) => {

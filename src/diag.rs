@@ -85,6 +85,7 @@ codes! {
     ArrayWithoutItems = "TR036", Warning, "an array schema has no `items`";
     BadSchema = "TR037", Error, "the parameters schema is not valid JSON Schema";
     DuplicateKey = "TR038", Warning, "a JSON object in a definitions file has the same key twice";
+    OlderDialect = "TR039", Warning, "a keyword of an older JSON Schema draft was rewritten in its 2020-12 form";
     // Enrichment: examples, policies, profiles.
     InvalidExample = "TR040", Error, "an example in the overlay does not validate against its op's schema";
     NoExample = "TR041", Warning, "no valid minimal call could be synthesized for an op";
@@ -93,16 +94,20 @@ codes! {
     UnsafeName = "TR044", Error, "a profile name is not one safe name (letters, digits, `_`, `-`; at most 64)";
     // Provider lints on the model-facing surfaces.
     SurfaceNotObject = "TR060", Error, "a surface tool's parameters are not `type: object` at the top";
-    SurfaceCombinator = "TR061", Error, "a surface tool's parameters use a top-level oneOf/anyOf/allOf/enum/not";
+    SurfaceCombinator = "TR061", Error, "a surface tool's parameters use a top-level enum or not";
     SurfaceName = "TR062", Error, "a surface tool name is not valid for providers";
     OpenParameters = "TR063", Warning, "a tool's parameters do not set `additionalProperties: false`";
     OverBudget = "TR064", Warning, "a tool, profile or gateway exceeds its token budget";
+    GatewayRenamed = "TR065", Warning, "a catalog tool has a default gateway tool's name; the gateway tool got another";
+    SurfaceProjection = "TR066", Warning, "a tool's top-level oneOf/anyOf/allOf is shown to models as one object; exec enforces the original";
+    SharedToolName = "TR067", Warning, "several servers define a tool of the same name; each gets a server-qualified provider name";
     // Emitters.
     UntypedOp = "TR070", Warning, "an op's schema could not be typed in the Rust output and falls back to serde_json::Value";
     Template = "TR071", Error, "a docs template cannot be read, parsed or rendered";
     Vectors = "TR072", Error, "the ops could not be embedded for semantic search (the encoder failed to load or run)";
     // MCP upstreams.
     UpstreamInvalid = "TR080", Error, "an [upstreams] entry in toolreg.toml is invalid or has no snapshot file";
+    Quarantined = "TR081", Warning, "a third-party tool could not be compiled and was left out of every surface";
     // Writing output.
     OutputIo = "TR050", Error, "the output folder could not be written";
     OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";

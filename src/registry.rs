@@ -353,6 +353,25 @@ pub struct Registry {
     /// How the runtime ranks search results (`[search]` in the overlay). Absent when unset.
     #[serde(default, skip_serializing_if = "SearchSettings::is_unset")]
     pub search: SearchSettings,
+    /// Third-party tools that could not be compiled and were left out of every surface, with
+    /// why. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quarantined: Vec<QuarantinedTool>,
+}
+
+/// A tool of a third-party file (an imported MCP snapshot, or a file `[sources] third_party`
+/// names) that could not be compiled: it is in no surface and no op; the build goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuarantinedTool {
+    pub tool_name: String,
+    /// The definitions file, relative to the definitions folder.
+    pub file: String,
+    /// JSON pointer of the tool's entry in the file.
+    pub pointer: String,
+    /// The codes of the errors that quarantined it (`TR037`, ...).
+    pub codes: Vec<String>,
+    /// The first error's message.
+    pub reason: String,
 }
 
 /// `[search]`: settings the runtime reads when it ranks.
@@ -427,8 +446,12 @@ impl Registry {
         Self::from_slice(&bytes)
     }
 
-    /// The op a tool name maps to.
+    /// The op a tool name maps to: the tool whose provider name it is (unique in a registry),
+    /// else the first tool, by op, of that name (two servers of a fleet may share one).
     pub fn op_by_tool_name(&self, tool_name: &str) -> Option<&OpRecord> {
-        self.ops.values().find(|r| r.tool_name == tool_name)
+        self.ops
+            .values()
+            .find(|r| r.provider_name == tool_name)
+            .or_else(|| self.ops.values().find(|r| r.tool_name == tool_name))
     }
 }

@@ -201,7 +201,7 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
     };
     let mut full_entry = full.json();
     full_entry["tools"] = json!(direct.len());
-    json!({
+    let mut report = json!({
         "generator": crate::registry::GENERATOR,
         "registry_version": reg.registry_version,
         "measured_as": "compact JSON of the tools array a provider receives; help pages as compact JSON",
@@ -216,7 +216,12 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
             "op_full": page_stats(&pick(true, false, true)),
             "all": page_stats(&pick(false, true, true)),
         },
-    })
+    });
+    // Third-party tools the build left out, so a reader of the report sees the gap.
+    if !reg.quarantined.is_empty() {
+        report["quarantined"] = json!(reg.quarantined);
+    }
+    report
 }
 
 /// The report as a table for people (`toolreg report`).
@@ -264,6 +269,21 @@ pub fn render_text(report: &Value) -> String {
     }
     for (label, key) in [("short, o200k", "short"), ("full, o200k", "full")] {
         out.push_str(&stat_row(label, &report["help"][key]["o200k"]));
+    }
+    if let Some(q) = report["quarantined"].as_array() {
+        out.push_str(&format!(
+            "\nquarantined third-party tools ({}), in no surface:\n",
+            q.len()
+        ));
+        for t in q {
+            out.push_str(&format!(
+                "  {} ({} {}): {}\n",
+                crate::diag::escape_controls(t["tool_name"].as_str().unwrap_or_default()),
+                t["file"].as_str().unwrap_or_default(),
+                t["pointer"].as_str().unwrap_or_default(),
+                crate::diag::escape_controls(t["reason"].as_str().unwrap_or_default()),
+            ));
+        }
     }
     out
 }

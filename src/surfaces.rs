@@ -37,12 +37,31 @@ pub fn tools_json(defs: &[ToolDef]) -> Value {
     Value::Array(defs.iter().map(ToolDef::to_chat_tool).collect())
 }
 
+/// A direct definition. A schema with a top-level `anyOf` / `oneOf` / `allOf` (which providers
+/// refuse) is sent as its projection, one object, and the description says the constraint;
+/// exec still validates against the schema as written.
 fn direct_def(r: &OpRecord, description: String) -> ToolDef {
-    ToolDef {
-        name: r.provider_name.clone(),
-        description,
-        parameters: r.parameters_schema.clone(),
-        op: Some(r.op.clone()),
+    match crate::schema::provider_projection(&r.parameters_schema) {
+        Some(parameters) => {
+            let constraint = crate::schema::top_level_constraint(&r.parameters_schema);
+            let description = match constraint {
+                Some(c) if description.is_empty() => c,
+                Some(c) => format!("{} {c}", description.trim_end()),
+                None => description,
+            };
+            ToolDef {
+                name: r.provider_name.clone(),
+                description,
+                parameters,
+                op: Some(r.op.clone()),
+            }
+        }
+        None => ToolDef {
+            name: r.provider_name.clone(),
+            description,
+            parameters: r.parameters_schema.clone(),
+            op: Some(r.op.clone()),
+        },
     }
 }
 

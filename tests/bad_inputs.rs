@@ -23,6 +23,8 @@ const CASES: &[(&str, i32, &[&str])] = &[
         &["TR040", "TR041", "TR042", "TR043"],
     ),
     ("file_shape", 1, &["TR006"]),
+    // A catalog tool named `tool_search` (and `toolreg_search`): the gateway picks free names.
+    ("gateway_name_taken", 0, &["TR065"]),
     // A schema asking for a 10^12-character string and 10^12 items: a bounded try, then TR041.
     ("huge_bounds", 0, &["TR041"]),
     // No overlay: every op inferred (notes), one collision (warning).
@@ -50,10 +52,21 @@ const CASES: &[(&str, i32, &[&str])] = &[
     (
         "provider_lints",
         1,
-        &["TR041", "TR060", "TR061", "TR062", "TR063", "TR064"],
+        &[
+            "TR041", "TR060", "TR061", "TR062", "TR063", "TR064", "TR066",
+        ],
     ),
+    // Third-party tools (an MCP snapshot, a `[sources] third_party` file) that cannot compile
+    // are left out with a TR081 each; the team's own file builds.
+    ("quarantine", 0, &["TR081", "TR037"]),
+    // The same broken schema in the team's own file stops the build.
+    ("quarantine_own", 1, &["TR037"]),
+    // Draft-04/07 forms (boolean exclusiveMinimum, definitions, id, tuple items, dependencies).
+    ("schema_dialects", 0, &["TR039"]),
     // [search] semantic_weight outside 0..1.
     ("search_weight", 1, &["TR020"]),
+    // "Give `page_id` or `title`": a top-level oneOf, projected for providers.
+    ("top_level_combinator", 0, &["TR066"]),
     ("unclassified", 1, &["TR014", "TR016"]),
     ("unknown_entity", 0, &["TR016"]),
     ("unknown_overlay_key", 1, &["TR019"]),

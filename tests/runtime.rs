@@ -441,8 +441,10 @@ fn search_exact_names_first_never_empty_and_paged() {
         .starts_with("onto.task.update task_id=<string>"));
     let res = gw.search(&SearchRequest::query("reschedule meeting"));
     assert!(!res.results.is_empty(), "synonyms make this findable");
+    // Nothing matches: the nearest ops by spelling, marked as such, and the directory.
     let res = gw.search(&SearchRequest::query("zzqx flurb"));
-    assert!(res.results.is_empty());
+    assert!(res.nearest && !res.results.is_empty());
+    assert!(res.results.iter().all(|h| h.confidence < 0.3));
     assert!(
         res.directory.as_ref().unwrap().as_array().unwrap().len() == 3 && res.suggestion.is_some()
     );

@@ -48,7 +48,10 @@ pub fn assemble(
         let summary = ov
             .and_then(|o| o.summary.clone())
             .unwrap_or_else(|| enrich::summary(&t.raw.description));
-        let args = enrich::args(&t.raw.parameters);
+        // A top-level anyOf/oneOf/allOf keeps its alternatives' arguments in the branches: the
+        // argument table lists them all, as the projection models receive does.
+        let projected = crate::schema::provider_projection(&t.raw.parameters);
+        let args = enrich::args(projected.as_ref().unwrap_or(&t.raw.parameters));
         let required_args = args
             .iter()
             .filter(|a| a.required)
@@ -153,7 +156,10 @@ pub fn assemble(
     // Profiles are a team's choice of contexts: drafted only for a catalog with no overlay at all
     // (or one that only records where imported tools came from, `[upstreams]`)
     // (an overlay without `[profiles]` means none), one per group when there are several.
-    if infer && lo.has_no_taxonomy() && tree.len() >= 2 {
+    // Past MAX_DRAFTED_PROFILES groups (a fleet of servers) a profile per group is no longer a
+    // choice of contexts but a copy of the tree: none are drafted, and the output stays
+    // proportional to the ops.
+    if infer && lo.has_no_taxonomy() && (2..=MAX_DRAFTED_PROFILES).contains(&tree.len()) {
         profiles = group_profiles(&tree);
     }
 
@@ -170,7 +176,7 @@ pub fn assemble(
         destructive: ops.values().filter(|r| r.destructive).count(),
         hidden: ops.values().filter(|r| r.hidden).count(),
     };
-    let gateway = gateway_names(overlay);
+    let gateway = gateway_names(overlay, &ops, loaded, diags);
     check_gateway_names(&gateway, &ops, lo, diags);
     let upstreams = upstreams(&ops, lo, diags);
     let search = search_settings(lo, diags);
@@ -193,6 +199,7 @@ pub fn assemble(
         clusters,
         upstreams,
         search,
+        quarantined: Vec::new(),
         budgets: Budgets {
             tool_tokens: overlay.budgets.tool_tokens,
             profile_tokens: overlay.budgets.profile_tokens,
@@ -202,6 +209,9 @@ pub fn assemble(
     reg.registry_version = super::stamp::registry_version(&reg);
     reg
 }
+
+/// The most groups for which zero-config drafts one profile per group.
+pub const MAX_DRAFTED_PROFILES: usize = 20;
 
 /// A one-line summary for every group the overlay gives none, drafted from its entities.
 fn draft_group_summaries(tree: &mut BTreeMap<String, GroupNode>) {
@@ -289,16 +299,68 @@ fn check_gateway_names(
     }
 }
 
-fn gateway_names(overlay: &Overlay) -> GatewayNames {
+/// The gateway tools' names: the overlay's, else the defaults. A default that a catalog tool
+/// already has (a real server may well call a tool `tool_search`) is replaced by the first free
+/// name of `toolreg_<role>`, `toolreg_<role>_2`, ... with a warning: the catalog is not the team's
+/// to rename, and the gateway's names are. A name the overlay pinned keeps the error.
+fn gateway_names(
+    overlay: &Overlay,
+    ops: &BTreeMap<String, OpRecord>,
+    loaded: &Loaded,
+    diags: &mut Diagnostics,
+) -> GatewayNames {
     let d = GatewayNames::default();
     let g = &overlay.gateway;
-    let pick = |v: &Option<toml::Spanned<String>>, default: String| {
-        v.as_ref().map_or(default, |s| s.get_ref().clone())
+    let taken: BTreeSet<&str> = ops
+        .values()
+        .flat_map(|r| [r.tool_name.as_str(), r.provider_name.as_str()])
+        .collect();
+    let mut chosen: BTreeSet<String> = [&g.help, &g.exec, &g.search]
+        .into_iter()
+        .flatten()
+        .map(|s| s.get_ref().clone())
+        .collect();
+    let mut pick = |role: &str, v: &Option<toml::Spanned<String>>, default: String| {
+        if let Some(s) = v {
+            return s.get_ref().clone();
+        }
+        if !taken.contains(default.as_str()) {
+            chosen.insert(default.clone());
+            return default;
+        }
+        let name = (1..)
+            .map(|n| match n {
+                1 => format!("toolreg_{role}"),
+                n => format!("toolreg_{role}_{n}"),
+            })
+            .find(|c| !taken.contains(c.as_str()) && !chosen.contains(c))
+            .unwrap_or_default();
+        chosen.insert(name.clone());
+        let owner = ops
+            .values()
+            .find(|r| r.tool_name == default || r.provider_name == default);
+        let mut d = Diagnostic::new(
+            Code::GatewayRenamed,
+            format!(
+                "the catalog has a tool named `{default}`{}; the {role} gateway tool is `{name}` instead",
+                owner.map(|r| format!(" (op `{}`)", r.op)).unwrap_or_default()
+            ),
+        );
+        if let Some(file) = owner.and_then(|r| {
+            let i = loaded.files.iter().position(|f| f.rel == r.source.file)?;
+            Some(loaded.loc(i, r.source.pointer.clone()))
+        }) {
+            d = d.at(file);
+        }
+        diags.push(d.help(format!(
+            "to choose the name yourself, set `{role} = \"...\"` under [gateway] in toolreg.toml"
+        )));
+        name
     };
     GatewayNames {
-        help: pick(&g.help, d.help),
-        exec: pick(&g.exec, d.exec),
-        search: pick(&g.search, d.search),
+        help: pick("help", &g.help, d.help),
+        exec: pick("exec", &g.exec, d.exec),
+        search: pick("search", &g.search, d.search),
     }
 }
 

@@ -25,7 +25,10 @@ pub fn check(
     let mut by_provider: BTreeMap<&str, &Tool> = BTreeMap::new();
     for t in tools {
         let name = t.raw.name.as_str();
-        if let Some(first) = by_name.get(name) {
+        // The same name in two third-party files is two servers' tools (see
+        // `qualify_shared_names`); anywhere else it is a mistake.
+        let servers = |f: &&Tool| f.raw.file != t.raw.file && f.third_party && t.third_party;
+        if let Some(first) = by_name.get(name).filter(|f| !servers(f)) {
             diags.push(
                 Diagnostic::new(
                     Code::DuplicateToolName,

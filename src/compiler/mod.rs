@@ -21,11 +21,11 @@ pub mod provider_lint;
 pub mod source;
 pub mod stamp;
 
-use crate::diag::{self, Diagnostics};
-use crate::registry::{Kind, Registry};
+use crate::diag::{self, Diagnostic, Diagnostics, Severity};
+use crate::registry::{Kind, QuarantinedTool, Registry};
 use classify::{Classification, Classifier};
 use load::{Loaded, RawTool};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// A tool after normalize, classify and the kind/destructive decision.
@@ -38,6 +38,8 @@ pub struct Tool {
     pub kind: Kind,
     pub destructive: bool,
     pub provider_name: String,
+    /// From a third-party file (an MCP snapshot, or `[sources] third_party`).
+    pub third_party: bool,
 }
 
 /// What a compile produced.
@@ -66,8 +68,180 @@ pub fn compile(definitions: &Path) -> Compiled {
     compile_with(definitions, OverlaySource::File)
 }
 
-/// Compiles a definitions folder with the given overlay.
+/// Compiles a definitions folder with the given overlay, quarantining third-party tools that
+/// cannot be compiled (see [`compile_opts`]).
 pub fn compile_with(definitions: &Path, source: OverlaySource) -> Compiled {
+    compile_opts(definitions, source, false)
+}
+
+/// How many times a compile may drop quarantined tools and run again: removing a tool can only
+/// remove findings, so a second pass settles nearly always; the bound keeps a pathological
+/// catalog from looping.
+const QUARANTINE_PASSES: usize = 4;
+
+/// Compiles a definitions folder. Unless `strict`, a tool of a third-party file (an imported MCP
+/// snapshot `*.mcp.json`, or a file `[sources] third_party` names) whose errors are its own is
+/// quarantined: left out, its errors reported as warnings with a TR081 line each, listed in the
+/// registry's `quarantined`, and the rest of the catalog builds. Errors anywhere else (the
+/// team's own definitions, the overlay) stop the build as always: the team can fix those; a
+/// catalog it did not write should not hold its build hostage.
+pub fn compile_opts(definitions: &Path, source: OverlaySource, strict: bool) -> Compiled {
+    let mut excluded: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut held: Vec<(QuarantinedTool, Vec<Diagnostic>)> = Vec::new();
+    let mut pass_no = 0;
+    loop {
+        pass_no += 1;
+        let (mut out, tools) = compile_pass(definitions, source.clone(), &excluded);
+        if !out.diagnostics.has_errors() {
+            if !held.is_empty() {
+                release(&mut out, held);
+            }
+            return out;
+        }
+        if strict || pass_no > QUARANTINE_PASSES {
+            return out;
+        }
+        let Some(found) = quarantinable(&out.diagnostics, &tools) else {
+            return out;
+        };
+        for (i, diags) in found {
+            let t = &tools[i];
+            excluded.insert((t.rel.clone(), t.pointer.clone()));
+            let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
+            let mut codes: Vec<String> = errors.iter().map(|d| d.code.to_string()).collect();
+            codes.dedup();
+            let record = QuarantinedTool {
+                tool_name: t.name.clone(),
+                file: t.rel.clone(),
+                pointer: t.pointer.clone(),
+                codes,
+                reason: errors
+                    .first()
+                    .map(|d| d.message.clone())
+                    .unwrap_or_default(),
+            };
+            held.push((record, diags));
+        }
+    }
+}
+
+/// A tool as the quarantine sees it: where it is and whether its file is third-party.
+struct ToolPlace {
+    name: String,
+    /// The file as diagnostics show it, and relative to the definitions folder.
+    display: String,
+    rel: String,
+    pointer: String,
+    third_party: bool,
+}
+
+/// Errors that are a tool's own fault (its entry, name or schema), so the tool can be left out.
+/// Errors about how the overlay classifies (TR014 unclassified, TR012 an op two tools map to)
+/// or about the overlay's own entries are the team's to fix, and stop the build.
+const QUARANTINABLE: &[diag::Code] = &[
+    diag::Code::EntryShape,
+    diag::Code::EntryField,
+    diag::Code::DuplicateToolName,
+    diag::Code::ProviderNameCollision,
+    diag::Code::ControlCharacters,
+    diag::Code::BadSchema,
+    diag::Code::SurfaceNotObject,
+    diag::Code::SurfaceCombinator,
+    diag::Code::SurfaceName,
+];
+
+/// For every error, the third-party tool it belongs to; `None` when any error belongs to no
+/// such tool (then nothing is quarantined and the build stops). Each tool comes with every
+/// finding located inside it.
+fn quarantinable(
+    diags: &Diagnostics,
+    tools: &[ToolPlace],
+) -> Option<BTreeMap<usize, Vec<Diagnostic>>> {
+    let mut by_file: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, t) in tools.iter().enumerate() {
+        by_file.entry(t.display.as_str()).or_default().push(i);
+    }
+    let owner = |d: &Diagnostic| -> Option<usize> {
+        let loc = d.location.as_ref()?;
+        let ptr = loc.pointer.as_deref()?;
+        by_file.get(loc.file.as_str())?.iter().copied().find(|&i| {
+            let p = tools[i].pointer.as_str();
+            ptr == p || ptr.strip_prefix(p).is_some_and(|r| r.starts_with('/'))
+        })
+    };
+    let mut found: BTreeMap<usize, Vec<Diagnostic>> = BTreeMap::new();
+    for d in diags.iter().filter(|d| d.is_error()) {
+        if !QUARANTINABLE.contains(&d.code) {
+            return None;
+        }
+        let i = owner(d).filter(|&i| tools[i].third_party)?;
+        found.entry(i).or_default();
+    }
+    for d in diags.iter() {
+        if let Some(list) = owner(d).and_then(|i| found.get_mut(&i)) {
+            list.push(d.clone());
+        }
+    }
+    Some(found)
+}
+
+/// Puts the quarantined tools into a successful compile: their findings as warnings, a TR081
+/// line each, and the registry's `quarantined` list (stamped into the version, so `check` sees a
+/// change in what was left out).
+fn release(out: &mut Compiled, held: Vec<(QuarantinedTool, Vec<Diagnostic>)>) {
+    let mut diags = std::mem::take(&mut out.diagnostics).into_vec();
+    let mut records = Vec::new();
+    for (record, found) in held {
+        let at = found
+            .iter()
+            .find(|d| d.is_error())
+            .and_then(|d| d.location.clone());
+        let mut line = Diagnostic::new(
+            diag::Code::Quarantined,
+            format!(
+                "tool `{}` of third-party file `{}` was left out of every surface ({})",
+                record.tool_name,
+                record.file,
+                record.codes.join(", ")
+            ),
+        )
+        .help("the rest of the catalog is built; fix the tool upstream, or give it a special case, or pass --strict to make this an error");
+        if let Some(at) = at {
+            line = line.at(at);
+        }
+        diags.push(line);
+        for mut d in found {
+            if d.is_error() {
+                d.severity = Severity::Warning;
+                d.message = format!("(quarantined) {}", d.message);
+            }
+            diags.push(d);
+        }
+        records.push(record);
+    }
+    records.sort_by(|a, b| (&a.file, &a.pointer).cmp(&(&b.file, &b.pointer)));
+    let mut diags: Diagnostics = diags.into();
+    diags.sort();
+    out.diagnostics = diags;
+    if let Some(reg) = out.registry.as_mut() {
+        reg.quarantined = records;
+        reg.registry_version = stamp::registry_version(reg);
+    }
+}
+
+/// Whether a definitions file is third-party: an imported MCP snapshot, or named by
+/// `[sources] third_party`.
+fn third_party(rel: &str, overlay: Option<&overlay::Overlay>) -> bool {
+    rel.ends_with(".mcp.json")
+        || overlay.is_some_and(|o| o.sources.third_party.iter().any(|g| ir::glob_match(g, rel)))
+}
+
+/// One compile, leaving out the tools in `excluded` (file relative path, entry pointer).
+fn compile_pass(
+    definitions: &Path,
+    source: OverlaySource,
+    excluded: &BTreeSet<(String, String)>,
+) -> (Compiled, Vec<ToolPlace>) {
     let mut diags = Diagnostics::default();
     let display = definitions.to_string_lossy().replace('\\', "/");
     let lo = match source {
@@ -81,7 +255,24 @@ pub fn compile_with(definitions: &Path, source: OverlaySource) -> Compiled {
     };
     let mut loaded = load::load(definitions, &mut diags);
     // Moved out, not cloned: schemas are most of the memory a large catalog takes.
-    let raw_tools = std::mem::take(&mut loaded.tools);
+    let mut raw_tools = std::mem::take(&mut loaded.tools);
+    if !excluded.is_empty() {
+        raw_tools
+            .retain(|t| !excluded.contains(&(loaded.files[t.file].rel.clone(), t.pointer.clone())));
+    }
+    let places: Vec<ToolPlace> = raw_tools
+        .iter()
+        .map(|t| {
+            let f = &loaded.files[t.file];
+            ToolPlace {
+                name: t.name.clone(),
+                display: f.display.clone(),
+                rel: f.rel.clone(),
+                pointer: t.pointer.clone(),
+                third_party: third_party(&f.rel, lo.as_ref().map(|l| &l.overlay)),
+            }
+        })
+        .collect();
     let mut inputs: Vec<PathBuf> = loaded.folders.clone();
     inputs.extend(loaded.paths.iter().cloned());
     if let Some(p) = lo.as_ref().and_then(|l| l.path.clone()) {
@@ -95,6 +286,10 @@ pub fn compile_with(definitions: &Path, source: OverlaySource) -> Compiled {
             .into_iter()
             .map(|raw| analyze(raw, &loaded, &classifier, &mut diags))
             .collect();
+        for t in &mut tools {
+            t.third_party = third_party(&loaded.files[t.raw.file].rel, Some(&lo.overlay));
+        }
+        qualify_shared_names(&mut tools, &loaded, &mut diags);
         if lo.overlay.classify.infer {
             infer_unclassified(&mut tools, &loaded, &lo.overlay, &classifier, &mut diags);
         }
@@ -120,11 +315,14 @@ pub fn compile_with(definitions: &Path, source: OverlaySource) -> Compiled {
     });
     locate(&mut diags, &loaded);
     diags.sort();
-    Compiled {
-        registry,
-        diagnostics: diags,
-        inputs,
-    }
+    (
+        Compiled {
+            registry,
+            diagnostics: diags,
+            inputs,
+        },
+        places,
+    )
 }
 
 /// normalize + classify by the overlay (special cases and rules) for one tool.
@@ -150,6 +348,56 @@ fn analyze(
         kind: Kind::Write,
         destructive: false,
         provider_name,
+        third_party: false,
+    }
+}
+
+/// A fleet of servers often has two servers with a tool of the same name (`read_file` in a
+/// filesystem server and an editor's). When every file defining the name is third-party, they
+/// are different servers' tools: each keeps its name (what its server is called with) and gets
+/// a provider name qualified by its file (`filesystem_read_file`), unique across the catalog,
+/// with a warning. In the team's own files the same name twice stays an error (TR013).
+fn qualify_shared_names(tools: &mut [Tool], loaded: &Loaded, diags: &mut Diagnostics) {
+    let mut files_of: BTreeMap<&str, (BTreeSet<usize>, bool)> = BTreeMap::new();
+    for t in tools.iter() {
+        let e = files_of
+            .entry(&t.raw.name)
+            .or_insert((BTreeSet::new(), true));
+        e.0.insert(t.raw.file);
+        e.1 &= t.third_party;
+    }
+    let shared: BTreeSet<String> = files_of
+        .into_iter()
+        .filter(|(_, (files, third))| files.len() > 1 && *third)
+        .map(|(n, _)| n.to_string())
+        .collect();
+    if shared.is_empty() {
+        return;
+    }
+    let mut used: BTreeSet<String> = tools.iter().map(|t| t.provider_name.clone()).collect();
+    for t in tools.iter_mut().filter(|t| shared.contains(&t.raw.name)) {
+        // The file names the server (two files may share a group, never a name).
+        let rel = &loaded.files[t.raw.file].rel;
+        let stem = rel.strip_suffix(".json").unwrap_or(rel);
+        let stem = stem.strip_suffix(".mcp").unwrap_or(stem);
+        let mut qualified = enrich::provider_name(&format!("{stem}_{}", t.provider_name));
+        if used.contains(&qualified) {
+            let tag = &blake3::hash(rel.as_bytes()).to_hex()[..8];
+            qualified = enrich::provider_name(&format!("{qualified}_{tag}"));
+        }
+        used.insert(qualified.clone());
+        diags.push(
+            Diagnostic::new(
+                diag::Code::SharedToolName,
+                format!(
+                    "tool `{}` is defined by several servers; this one is `{qualified}` on the surfaces",
+                    t.raw.name
+                ),
+            )
+            .at(loaded.loc(t.raw.file, t.raw.name_pointer.clone()))
+            .help("calls by op name are unaffected; to choose the names, rename the tools upstream"),
+        );
+        t.provider_name = qualified;
     }
 }
 

@@ -61,8 +61,16 @@ pub fn normalize_parameters(
     loc: &dyn Fn(String) -> Location,
     diags: &mut Diagnostics,
 ) {
-    let mut n = Normalizer { tool, loc, diags };
+    let mut n = Normalizer {
+        tool,
+        loc,
+        diags,
+        rewrote_dialect: false,
+    };
     n.node(schema, base);
+    if n.rewrote_dialect {
+        n.declare_2020_12(schema, base);
+    }
     let Value::Object(top) = schema else { return };
     // Any other top-level type is left for the provider lints (TR060) to report per surface.
     if !top.contains_key("type") {
@@ -90,7 +98,12 @@ struct Normalizer<'a> {
     tool: &'a str,
     loc: &'a dyn Fn(String) -> Location,
     diags: &'a mut Diagnostics,
+    /// Whether a draft-04..2019-09 form was rewritten (then `$schema` is set to 2020-12).
+    rewrote_dialect: bool,
 }
+
+/// The JSON Schema dialect every rewritten schema declares (and validates under).
+const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 impl Normalizer<'_> {
     fn warn(&mut self, code: Code, ptr: &str, msg: String, help: &str) {
@@ -103,6 +116,7 @@ impl Normalizer<'_> {
 
     fn node(&mut self, value: &mut Value, ptr: &str) {
         let Value::Object(obj) = value else { return };
+        self.fix_dialect(obj, ptr);
         self.fix_type(obj, ptr);
         self.fix_nullable(obj, ptr);
         self.fix_property_flags(obj, ptr);
@@ -194,6 +208,140 @@ impl Normalizer<'_> {
                 "type".into(),
                 Value::Array(out.into_iter().map(|t| Value::String(t.into())).collect()),
             );
+        }
+    }
+
+    fn dialect(&mut self, ptr: &str, what: String) {
+        self.rewrote_dialect = true;
+        self.warn(
+            Code::OlderDialect,
+            ptr,
+            format!(
+                "{what} in `{}` (an older JSON Schema draft's form)",
+                self.tool
+            ),
+            "toolreg validates with JSON Schema 2020-12; write the 2020-12 form to silence this",
+        );
+    }
+
+    /// Draft-04..2019-09 keywords that 2020-12 spells differently, rewritten one by one (real
+    /// servers mix them: zod-to-json-schema emits draft-04's boolean `exclusiveMinimum` under a
+    /// draft-07 `$schema`). Keywords that mean the same in every draft are left alone.
+    fn fix_dialect(&mut self, obj: &mut Map<String, Value>, ptr: &str) {
+        for (flag, bound) in [
+            ("exclusiveMinimum", "minimum"),
+            ("exclusiveMaximum", "maximum"),
+        ] {
+            let Some(Value::Bool(on)) = obj.get(flag).cloned() else {
+                continue;
+            };
+            let limit = obj.get(bound).filter(|v| v.is_number()).cloned();
+            let at = format!("{ptr}/{flag}");
+            match (on, limit) {
+                (true, Some(limit)) => {
+                    obj.shift_remove(bound);
+                    obj.insert(flag.into(), limit.clone());
+                    self.dialect(
+                        &at,
+                        format!(
+                            "`{flag}: true` with `{bound}: {limit}` rewritten as `{flag}: {limit}`"
+                        ),
+                    );
+                }
+                (false, _) => {
+                    obj.shift_remove(flag);
+                    self.dialect(&at, format!("`{flag}: false` (draft-04's default) removed"));
+                }
+                (true, None) => {
+                    obj.shift_remove(flag);
+                    self.dialect(
+                        &at,
+                        format!(
+                            "`{flag}: true` with no numeric `{bound}` removed (it bounded nothing)"
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(defs) = obj.shift_remove("definitions") {
+            match obj.get_mut("$defs") {
+                Some(Value::Object(existing)) => {
+                    if let Value::Object(old) = defs {
+                        for (k, v) in old {
+                            existing.entry(k).or_insert(v);
+                        }
+                    }
+                }
+                _ => {
+                    obj.insert("$defs".into(), defs);
+                }
+            }
+            self.dialect(
+                &format!("{ptr}/definitions"),
+                "`definitions` moved to `$defs` (and `#/definitions/` references with it)".into(),
+            );
+        }
+        if let Some(Value::String(r)) = obj.get_mut("$ref") {
+            if let Some(rest) = r.strip_prefix("#/definitions/") {
+                *r = format!("#/$defs/{rest}");
+            }
+        }
+        if let Some(Value::Object(deps)) = obj.shift_remove("dependencies") {
+            let (mut names, mut schemas) = (Map::new(), Map::new());
+            for (k, v) in deps {
+                if v.is_array() {
+                    names.insert(k, v);
+                } else {
+                    schemas.insert(k, v);
+                }
+            }
+            for (key, map) in [("dependentRequired", names), ("dependentSchemas", schemas)] {
+                if !map.is_empty() {
+                    obj.insert(key.into(), Value::Object(map));
+                }
+            }
+            self.dialect(
+                &format!("{ptr}/dependencies"),
+                "`dependencies` split into `dependentRequired` / `dependentSchemas`".into(),
+            );
+        }
+        if let Some(Value::Array(tuple)) = obj.get("items").cloned() {
+            obj.shift_remove("items");
+            obj.insert("prefixItems".into(), Value::Array(tuple));
+            if let Some(rest) = obj.shift_remove("additionalItems") {
+                obj.insert("items".into(), rest);
+            }
+            self.dialect(
+                &format!("{ptr}/items"),
+                "array-form `items` rewritten as `prefixItems` (`additionalItems` as `items`)"
+                    .into(),
+            );
+        }
+        if !obj.contains_key("$id") {
+            if let Some(Value::String(_)) = obj.get("id") {
+                if let Some(id) = obj.shift_remove("id") {
+                    obj.insert("$id".into(), id);
+                    self.dialect(&format!("{ptr}/id"), "`id` renamed `$id`".into());
+                }
+            }
+        }
+    }
+
+    /// After a rewrite the schema is 2020-12, so its `$schema` (if it named a draft) must say so,
+    /// or validators would read the new forms under the old draft's rules.
+    fn declare_2020_12(&mut self, schema: &mut Value, base: &str) {
+        let Value::Object(top) = schema else { return };
+        if let Some(Value::String(old)) = top.get("$schema") {
+            if old != DRAFT_2020_12 {
+                let old = old.clone();
+                top.insert("$schema".into(), Value::String(DRAFT_2020_12.into()));
+                self.warn(
+                    Code::OlderDialect,
+                    &format!("{base}/$schema"),
+                    format!("`$schema` of `{}` changed from `{old}` to 2020-12 after the rewrites above", self.tool),
+                    "toolreg validates with JSON Schema 2020-12; write the 2020-12 form to silence this",
+                );
+            }
         }
     }
 

@@ -70,6 +70,21 @@ pub struct Overlay {
     /// Search settings the runtime reads from the registry.
     #[serde(default)]
     pub search: SearchSpec,
+    /// Where the definitions came from: which files are third-party.
+    #[serde(default)]
+    pub sources: SourcesSpec,
+}
+
+/// `[sources]`: which definitions files the team did not write. A tool of such a file that cannot
+/// be compiled is quarantined (left out, reported) instead of stopping the build; imported MCP
+/// snapshots (`*.mcp.json`) always count as third-party.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourcesSpec {
+    /// Globs over file paths relative to the definitions folder (`*` matches any characters,
+    /// `/` included): `third_party = ["vendor/*", "openapi-export.json"]`.
+    #[serde(default)]
+    pub third_party: Vec<String>,
 }
 
 /// `[search]`: how the runtime ranks.
@@ -457,10 +472,10 @@ impl LoadedOverlay {
     /// how to search (`[search]`): the catalog's taxonomy is still entirely inferred.
     pub fn has_no_taxonomy(&self) -> bool {
         self.text.trim().is_empty()
-            || self
-                .text
-                .parse::<toml::Table>()
-                .is_ok_and(|t| t.keys().all(|k| k == "upstreams" || k == "search"))
+            || self.text.parse::<toml::Table>().is_ok_and(|t| {
+                t.keys()
+                    .all(|k| k == "upstreams" || k == "search" || k == "sources")
+            })
     }
 
     /// A location from a byte span in the overlay.

@@ -1,8 +1,8 @@
 //! Provider lints: what the major providers reject or penalize, checked on every model-facing
 //! surface (the gateway, the direct definitions, each profile) before anything is written.
 //!
-//! - parameters must be `type: object` at the top (TR060), with no top-level `oneOf` / `anyOf` /
-//!   `allOf` / `enum` / `not` (TR061);
+//! - parameters must be `type: object` at the top (TR060), with no top-level `enum` / `not`
+//!   (TR061); a top-level `oneOf` / `anyOf` / `allOf` is sent as a projection (TR066, a warning);
 //! - tool names must match `^[a-zA-Z0-9_-]{1,64}$` (TR062);
 //! - `additionalProperties: false` should be set, or models invent arguments (TR063);
 //! - the overlay's token budgets per tool, per profile and for the gateway (TR064).
@@ -153,7 +153,17 @@ fn check_schema(op: &str, parameters: &Value, at: &Location, diags: &mut Diagnos
                 .help("providers require an object at the top: wrap the value in a property, e.g. {\"type\":\"object\",\"properties\":{\"value\":{...}}}"),
         );
     }
-    for key in ["oneOf", "anyOf", "allOf", "enum", "not"] {
+    if let Some(constraint) = crate::schema::top_level_constraint(parameters) {
+        diags.push(
+            Diagnostic::new(
+                Code::SurfaceProjection,
+                format!("parameters of `{op}` use a top-level combinator providers refuse; models see one object with every alternative's arguments and the description says: {constraint}"),
+            )
+            .at(at.clone())
+            .help("exec still enforces the schema as written (a call that breaks the constraint is VALIDATION_ERROR); to give models a plain schema, split the tool into one op per alternative"),
+        );
+    }
+    for key in ["enum", "not"] {
         if parameters.get(key).is_some() {
             diags.push(
                 Diagnostic::new(Code::SurfaceCombinator, format!("parameters of `{op}` use `{key}` at the top level"))

@@ -293,6 +293,8 @@ fn arg_entry(a: &Arg, full: bool) -> Value {
 /// Behavioral notes derived from the IR: what to call first, confirmations, dry-run defaults.
 fn notes(reg: &Registry, r: &OpRecord) -> Vec<String> {
     let mut notes = Vec::new();
+    // Alternatives the schema demands ("`id` or `name`") that the argument table cannot show.
+    notes.extend(crate::schema::top_level_constraint(&r.parameters_schema));
     if r.id_discovery.len() > 1 {
         let finders = &r.id_discovery[..r.id_discovery.len() - 1];
         notes.push(format!(

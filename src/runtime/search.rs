@@ -212,6 +212,10 @@ pub struct SearchResponse {
     pub directory: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
+    /// True when no op matched a word of the query and `results` are the nearest ops by
+    /// spelling instead (low confidence); the directory comes along.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nearest: bool,
 }
 
 /// The default page size and the largest allowed.
@@ -722,14 +726,24 @@ impl SearchIndex {
             .collect();
         let next_cursor = (offset + limit < ranked.len()).then(|| (offset + limit).to_string());
         if results.is_empty() {
+            // Never an empty answer: the nearest ops by spelling, marked as such, and the
+            // directory. Only a page past the end (a stale cursor) or a filter that leaves no
+            // op at all answers with the directory alone.
+            let nearest: Vec<Hit> = if offset == 0 {
+                nearest_by_spelling(reg, &req.query, &allowed, limit)
+            } else {
+                Vec::new()
+            };
             return SearchResponse {
                 query: req.query.clone(),
-                results,
+                nearest: !nearest.is_empty(),
+                results: nearest,
                 next_cursor: None,
                 directory: Some(directory(reg, &allowed)),
                 suggestion: Some(format!(
-                    "Nothing matched \"{}\". Browse the directory below, call {} with a group path, or search with other words (what the tool does, not how).",
-                    req.query, reg.gateway.help
+                    "Nothing matched \"{}\"; the results are only the nearest ops by spelling. Browse the directory below, call {} with a group path, or search with other words (what the tool does, not how).",
+                    crate::runtime::validate::clip(&req.query, 200),
+                    reg.gateway.help
                 )),
             };
         }
@@ -739,6 +753,7 @@ impl SearchIndex {
             next_cursor,
             directory: None,
             suggestion: None,
+            nearest: false,
         }
     }
 }
@@ -797,6 +812,78 @@ fn confidence(score: f64) -> f64 {
         return 1.0;
     }
     ((score / (score + 6.0)) * 100.0).round() / 100.0
+}
+
+/// The most query characters the spelling fallback reads: its cost stays bounded whatever a
+/// caller sends.
+const NEAREST_QUERY_CHARS: usize = 256;
+
+/// Character trigrams of lowercased letters and digits, words padded with a space.
+fn trigrams(text: &str, max_chars: usize) -> std::collections::BTreeSet<[char; 3]> {
+    let mut out = std::collections::BTreeSet::new();
+    let cleaned: String = text
+        .chars()
+        .take(max_chars)
+        .map(|c| {
+            if c.is_alphanumeric() {
+                c.to_lowercase().next().unwrap_or(c)
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    for word in cleaned.split_whitespace() {
+        let padded: Vec<char> = std::iter::once(' ')
+            .chain(word.chars())
+            .chain(std::iter::once(' '))
+            .collect();
+        for w in padded.windows(3) {
+            out.insert([w[0], w[1], w[2]]);
+        }
+    }
+    out
+}
+
+/// The ops nearest to a query that no word matched, by shared character trigrams with the op's
+/// name, tool name and summary (Dice coefficient); ties, and a query with no letters at all, go
+/// by op name. Linear in the ops, bounded in the query.
+fn nearest_by_spelling(
+    reg: &Registry,
+    query: &str,
+    allowed: &dyn Fn(&OpRecord) -> bool,
+    limit: usize,
+) -> Vec<Hit> {
+    let q = trigrams(query, NEAREST_QUERY_CHARS);
+    let mut scored: Vec<(f64, &OpRecord)> = reg
+        .ops
+        .values()
+        .filter(|r| allowed(r))
+        .map(|r| {
+            if q.is_empty() {
+                return (0.0, r);
+            }
+            let text = format!("{} {} {}", r.op.replace('.', " "), r.tool_name, r.summary);
+            let t = trigrams(&text, 2_000);
+            let shared = q.intersection(&t).count();
+            (2.0 * shared as f64 / (q.len() + t.len()).max(1) as f64, r)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.op.cmp(&b.1.op)));
+    scored
+        .into_iter()
+        .take(limit)
+        .enumerate()
+        .map(|(i, (score, r))| Hit {
+            op: r.op.clone(),
+            tool_name: r.tool_name.clone(),
+            summary: r.summary.clone(),
+            kind: r.kind,
+            // Below any real match's confidence: a guess by spelling.
+            confidence: (score * 20.0).round() / 100.0,
+            usage: (i < 3).then(|| r.usage()),
+            required_args: (i < 3).then(|| r.required_args.clone()),
+        })
+        .collect()
 }
 
 /// Groups and their entities with op counts, for empty answers.

@@ -113,7 +113,15 @@ const MAX_NAME_CHARS: usize = 64;
 /// `MAX_UNKNOWN_REPORTED`).
 pub fn unknown_arguments(schema: &Value, args: &Value) -> Vec<UnknownArgument> {
     let mut out = Vec::new();
-    walk_unknown(schema, args, String::new(), 0, &mut out);
+    // Arguments of a top-level anyOf/oneOf/allOf's alternatives are known arguments too.
+    let projected = crate::schema::provider_projection(schema);
+    walk_unknown(
+        projected.as_ref().unwrap_or(schema),
+        args,
+        String::new(),
+        0,
+        &mut out,
+    );
     out
 }
 

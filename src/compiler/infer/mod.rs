@@ -68,6 +68,8 @@ pub type Vocabulary = BTreeMap<String, Option<String>>;
 /// One tool after the word-level pass.
 struct Parsed {
     namespace: Option<String>,
+    /// Set when `namespace` is the server part of a fleet naming convention.
+    server_form: Option<ServerForm>,
     words: Vec<String>,
     /// The word where a shared prefix would stand (first word, or the word after the verb).
     prefix_candidate: Option<usize>,
@@ -84,9 +86,66 @@ fn parse(name: &str, lx: &Lexicon, extra_verbs: &BTreeSet<String>) -> Parsed {
     };
     Parsed {
         namespace: nw.namespace,
+        server_form: None,
         words: nw.words,
         prefix_candidate,
     }
+}
+
+/// Where a fleet's naming convention puts the server or provider in a tool name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServerForm {
+    /// ToolBench / RapidAPI: `get_all_users_for_acme_api` (provider `acme_api`).
+    ForProvider,
+    /// `mcp_<server>_<tool>`: `mcp_howtocook_recommendMeals` (server `howtocook`).
+    McpPrefix,
+}
+
+/// The server and the rest of a name in `form`, when the name has that form.
+fn server_part(name: &str, form: ServerForm) -> Option<(String, &str)> {
+    let (server, rest) = match form {
+        ServerForm::ForProvider => {
+            let at = name.rfind("_for_")?;
+            (&name[at + 5..], &name[..at])
+        }
+        ServerForm::McpPrefix => {
+            let tail = name.strip_prefix("mcp_")?;
+            let at = tail.find('_')?;
+            (&tail[..at], &tail[at + 1..])
+        }
+    };
+    let server = segment(&words::split_words(server).join("_"));
+    let plain = |s: &str| s.chars().any(|c| c.is_ascii_alphabetic());
+    (plain(&server) && plain(rest)).then_some((server, rest))
+}
+
+/// The server form most tools of a file follow (more than half of them), if any: a convention
+/// of the file, never a guess from one name (`search_for_files` alone is not a provider).
+fn file_server_form<'a>(inputs: &[Input<'a>]) -> BTreeMap<&'a str, ServerForm> {
+    let mut counts: BTreeMap<&str, [usize; 3]> = BTreeMap::new();
+    for inp in inputs {
+        let c = counts.entry(inp.file).or_default();
+        c[0] += 1;
+        if server_part(inp.name, ServerForm::ForProvider).is_some() {
+            c[1] += 1;
+        }
+        if server_part(inp.name, ServerForm::McpPrefix).is_some() {
+            c[2] += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .filter_map(|(file, [n, for_, mcp])| {
+            let form = if for_ * 2 > n && for_ >= 2 {
+                ServerForm::ForProvider
+            } else if mcp * 2 > n && mcp >= 2 {
+                ServerForm::McpPrefix
+            } else {
+                return None;
+            };
+            Some((file, form))
+        })
+        .collect()
 }
 
 /// End of a verb starting at `at` (`create or update` counts as one), or `at` when none.
@@ -132,11 +191,19 @@ pub fn file_group(file: &str) -> String {
         "default",
         "list",
     ];
+    let lx = Lexicon::get();
     let mut parts: Vec<&str> = file.split('/').collect();
     while let Some(last) = parts.pop() {
         let stem = last.split('.').next().unwrap_or(last);
-        let words = words::split_words(stem);
-        if words.is_empty() || (words.len() == 1 && GENERIC.contains(&words[0].as_str())) {
+        let mut words = words::split_words(stem);
+        // `github-mcp-server` is the `github` server.
+        if words.iter().any(|w| !lx.server_noise.contains(w)) {
+            words.retain(|w| !lx.server_noise.contains(w));
+        }
+        if words.is_empty()
+            || (words.len() == 1
+                && (GENERIC.contains(&words[0].as_str()) || lx.is_not_noun(&words[0])))
+        {
             continue;
         }
         return segment(&words.join("_"));
@@ -224,9 +291,27 @@ pub fn infer(
     reserved: &BTreeSet<String>,
 ) -> Vec<Option<Inferred>> {
     let lx = Lexicon::get();
+    let forms = file_server_form(inputs);
+    // In a catalog of several files (a fleet of servers), the group is the file's server unless
+    // a namespace or the name's own server part says otherwise; catalog-wide shared words
+    // (`all`, `user`) are not groups there.
+    let multi_file = inputs.iter().map(|i| i.file).collect::<BTreeSet<_>>().len() >= 2;
     let parsed: Vec<Parsed> = inputs
         .iter()
-        .map(|i| parse(i.name, lx, extra_verbs))
+        .map(|i| {
+            let split = forms
+                .get(i.file)
+                .and_then(|&f| server_part(i.name, f).map(|(server, rest)| (f, server, rest)));
+            match split {
+                Some((form, server, rest)) => {
+                    let mut p = parse(rest, lx, extra_verbs);
+                    p.namespace = Some(server);
+                    p.server_form = Some(form);
+                    p
+                }
+                None => parse(i.name, lx, extra_verbs),
+            }
+        })
         .collect();
     let is_verb = |w: &str| lx.is_verb(w) || extra_verbs.contains(w);
     let inflect = Inflect {
@@ -262,7 +347,7 @@ pub fn infer(
                 && next.len() >= 3
                 && !is_verb(w)
                 && !heads.contains(&inflect.singular(w))
-                && !lx.stop.contains(**w)
+                && !lx.is_not_noun(w)
                 && w.chars().all(|c| c.is_ascii_alphanumeric())
         })
         .map(|(w, _)| *w)
@@ -303,7 +388,7 @@ pub fn infer(
     let analyzed: Vec<Analyzed> = inputs
         .iter()
         .zip(&parsed)
-        .map(|(inp, p)| analyze(inp, p, &prefixes, &file_groups, lx, &is_verb))
+        .map(|(inp, p)| analyze(inp, p, &prefixes, &file_groups, multi_file, lx, &is_verb))
         .collect();
 
     // Whole noun phrases per entity key: which tools use the phrase whole.
@@ -344,6 +429,7 @@ fn analyze(
     p: &Parsed,
     prefixes: &BTreeSet<&str>,
     file_groups: &BTreeMap<&str, (String, String)>,
+    multi_file: bool,
     lx: &Lexicon,
     is_verb: &dyn Fn(&str) -> bool,
 ) -> Analyzed {
@@ -352,14 +438,16 @@ fn analyze(
     // Indices of the words still to be read as verb or nouns.
     let mut live: Vec<usize> = (0..words.len()).collect();
     let (group, group_why) = if let Some(ns) = &p.namespace {
-        (
-            segment(ns),
-            format!("group `{}`: the namespace", segment(ns)),
-        )
-    } else if let Some(i) = p
-        .prefix_candidate
-        .filter(|i| prefixes.contains(p.words[*i].as_str()))
-    {
+        let what = match p.server_form {
+            Some(ServerForm::ForProvider) => "the provider after `_for_` in the name",
+            Some(ServerForm::McpPrefix) => "the server after `mcp_` in the name",
+            None => "the namespace",
+        };
+        (segment(ns), format!("group `{}`: {what}", segment(ns)))
+    } else if let Some(i) = p.prefix_candidate.filter(|i| {
+        prefixes.contains(p.words[*i].as_str())
+            && (!multi_file || segment(&p.words[*i]) == file_groups[inp.file].0)
+    }) {
         roles[i] = Role::Prefix;
         live.retain(|&x| x != i);
         (
@@ -539,6 +627,19 @@ fn decide(
         why.push(format!("entity `{}`: the noun phrase", keys[k - 1]));
         k
     };
+    // A verb, quantifier or adjective never names an entity (`get_all`, `list_top`): such words
+    // stay in the op as a qualifier of the group.
+    let lx = Lexicon::get();
+    let not_noun = |w: &String| lx.is_not_noun(w) || lx.is_not_noun(&lx.singular(w));
+    if nouns[..split].iter().all(not_noun) {
+        let mut qualifier: Vec<String> = a.modifiers.clone();
+        qualifier.extend(nouns.iter().cloned());
+        why.push(format!(
+            "no entity: `{}` is not a noun (lexicon)",
+            nouns[..split].join(" ")
+        ));
+        return finish(inp, a, None, &qualifier, action, why, Shape::default());
+    }
     let entity = keys[split - 1].clone();
     let mut qualifier: Vec<String> = a.modifiers.clone();
     qualifier.extend(nouns[split..].iter().cloned());

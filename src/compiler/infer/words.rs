@@ -114,6 +114,9 @@ pub struct Lexicon {
     pub stop: BTreeSet<String>,
     pub modifiers: BTreeSet<String>,
     pub keep_plural: BTreeSet<String>,
+    pub server_noise: BTreeSet<String>,
+    pub never_nouns: BTreeSet<String>,
+    pub modifier_nouns: BTreeSet<String>,
 }
 
 #[derive(Deserialize)]
@@ -139,6 +142,9 @@ struct RawWords {
     stop: String,
     modifiers: String,
     keep_plural: String,
+    server_noise: String,
+    never_nouns: String,
+    modifier_nouns: String,
 }
 
 fn set(s: &str) -> BTreeSet<String> {
@@ -161,12 +167,25 @@ impl Lexicon {
                 stop: set(&raw.words.stop),
                 modifiers: set(&raw.words.modifiers),
                 keep_plural: set(&raw.words.keep_plural),
+                server_noise: set(&raw.words.server_noise),
+                never_nouns: set(&raw.words.never_nouns),
+                modifier_nouns: set(&raw.words.modifier_nouns),
             }
         })
     }
 
     pub fn is_verb(&self, w: &str) -> bool {
         self.read.contains(w) || self.write.contains(w) || self.destructive.contains(w)
+    }
+
+    /// A word that never names a group or an entity: a verb that is never a noun (`get`, not
+    /// `comment`), a modifier (quantifiers and adjectives: `all`, `top`, `random`, `latest`), a
+    /// stop word or a filler.
+    pub fn is_not_noun(&self, w: &str) -> bool {
+        self.never_nouns.contains(w)
+            || (self.modifiers.contains(w) && !self.modifier_nouns.contains(w))
+            || self.stop.contains(w)
+            || self.fillers.contains(w)
     }
 
     /// A word that qualifies a noun: a listed modifier, or a participle (`linked`, `annotated`).

@@ -1,0 +1,434 @@
+//! Real catalogs at MCP-fleet scale, built as they arrive (no overlay): three public collections
+//! nobody here wrote (tests/catalogs/fleet/README.md says where each comes from), plus the
+//! failure classes that used to stop a build over one tool: top-level combinators, older schema
+//! dialects, a tool named like a gateway tool, and a third-party tool that cannot compile.
+
+mod common;
+
+use common::{stderr, toolreg};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use toolreg::compiler::infer::words::Lexicon;
+use toolreg::runtime::search::SearchRequest;
+use toolreg::runtime::{block_on, ExecCall, Gateway};
+
+/// Builds a catalog folder (as found, no overlay) into a temporary output with the default
+/// emitters; returns the registry and what the build printed.
+fn build(defs: &Path) -> (toolreg::Registry, String, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("generated");
+    let o = toolreg(
+        &common::repo(),
+        &[
+            "build",
+            "--definitions",
+            defs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let text = stderr(&o);
+    assert!(
+        o.status.success(),
+        "build of {} failed:\n{text}",
+        defs.display()
+    );
+    // (typify's own panics are caught and reported as TR070; a panic of toolreg is not)
+    assert!(!text.contains("panicked at"), "{text}");
+    let reg = toolreg::Registry::from_path(out.join("registry.json")).unwrap();
+    (reg, text, tmp)
+}
+
+/// The group tree in brief: groups, ops per group (sorted by size), and a sample of ops.
+fn tree_summary(reg: &toolreg::Registry) -> String {
+    let mut sizes: Vec<(usize, &str)> = reg
+        .tree
+        .iter()
+        .map(|(g, n)| {
+            let ops = n.ops.len() + n.entities.values().map(|e| e.ops.len()).sum::<usize>();
+            (ops, g.as_str())
+        })
+        .collect();
+    sizes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let mut out = format!(
+        "{} ops, {} groups, {} entities, {} profiles, {} quarantined\nlargest groups:\n",
+        reg.counts.ops,
+        reg.counts.groups,
+        reg.counts.entities,
+        reg.profiles.len(),
+        reg.quarantined.len()
+    );
+    for (n, g) in sizes.iter().take(12) {
+        out.push_str(&format!("  {g}: {n}\n"));
+    }
+    let single = sizes.iter().filter(|(n, _)| *n == 1).count();
+    out.push_str(&format!("groups with one op: {single}\nevery 97th op:\n"));
+    for op in reg.ops.keys().step_by(97) {
+        out.push_str(&format!("  {op}\n"));
+    }
+    out
+}
+
+/// No group and no entity may be a verb, quantifier or adjective (the lexicon's non-nouns).
+fn assert_nouns_only(name: &str, reg: &toolreg::Registry) {
+    let lx = Lexicon::get();
+    let mut bad = BTreeSet::new();
+    for (g, node) in &reg.tree {
+        if lx.is_not_noun(g) {
+            bad.insert(format!("group `{g}`"));
+        }
+        for e in node.entities.keys() {
+            if lx.is_not_noun(e) {
+                bad.insert(format!("entity `{g}.{e}`"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{name}: not nouns: {bad:?}");
+}
+
+fn fleet(name: &str) -> std::path::PathBuf {
+    common::repo().join("tests/catalogs/fleet").join(name)
+}
+
+#[test]
+fn livemcp_servers_build_with_a_group_per_server() {
+    let (reg, _, _tmp) = build(&fleet("livemcp"));
+    assert_nouns_only("livemcp", &reg);
+    let files: BTreeSet<&str> = reg.ops.values().map(|r| r.source.file.as_str()).collect();
+    // A group per server: never more groups than files (a word of the names is not a group).
+    assert!(reg.counts.groups <= files.len(), "{}", tree_summary(&reg));
+    insta::assert_snapshot!("fleet_livemcp", tree_summary(&reg));
+}
+
+#[test]
+fn toolbench_providers_become_groups() {
+    let (reg, _, _tmp) = build(&fleet("toolbench"));
+    assert_nouns_only("toolbench", &reg);
+    // `<api>_for_<provider>`: the group is the provider, for every op.
+    let off: Vec<&str> = reg
+        .ops
+        .values()
+        .filter(|r| {
+            // Names ToolBench cut at 64 characters may have lost their `_for_` part.
+            let Some((_, provider)) = r.tool_name.rsplit_once("_for_") else {
+                return false;
+            };
+            let expected = if provider.starts_with(|c: char| c.is_ascii_digit()) {
+                format!("n{provider}")
+            } else {
+                provider.to_string()
+            };
+            r.group != expected
+        })
+        .map(|r| r.op.as_str())
+        .collect();
+    // The few left are names ToolBench cut inside the provider (6 of 2,479 today).
+    assert!(
+        off.len() * 100 <= reg.counts.ops,
+        "group is not the provider: {off:?}"
+    );
+    // A fleet this size gets no per-group profiles, and output proportional to the ops.
+    assert!(reg.profiles.is_empty());
+    insta::assert_snapshot!("fleet_toolbench", tree_summary(&reg));
+}
+
+#[test]
+fn toolsdk_registry_of_800_servers_builds() {
+    let (reg, _, tmp) = build(&fleet("toolsdk"));
+    assert_nouns_only("toolsdk", &reg);
+    assert!(reg.counts.ops > 7_500, "{}", reg.counts.ops);
+    assert!(reg.profiles.is_empty());
+    let files = walkdir::WalkDir::new(tmp.path().join("generated"))
+        .into_iter()
+        .filter(|e| e.as_ref().is_ok_and(|e| e.file_type().is_file()))
+        .count();
+    // Docs and help pages per op, a few per group: no per-group surface explosion.
+    assert!(
+        files < reg.counts.ops * 2 + reg.counts.groups * 3 + 50,
+        "{files} files"
+    );
+    insta::assert_snapshot!("fleet_toolsdk", tree_summary(&reg));
+}
+
+/// Every failure class that used to stop a real catalog now builds, with its warning.
+#[test]
+fn failure_classes_build_with_a_warning_each() {
+    let bad = common::repo().join("tests/bad");
+    for (case, code) in [
+        ("top_level_combinator", "TR066"),
+        ("schema_dialects", "TR039"),
+        ("gateway_name_taken", "TR065"),
+        ("quarantine", "TR081"),
+    ] {
+        let (_, text, _tmp) = build(&bad.join(case));
+        assert!(text.contains(code), "{case}: {code} missing:\n{text}");
+    }
+}
+
+#[test]
+fn gateway_tools_get_free_names_when_the_catalog_has_theirs() {
+    let (reg, _, _tmp) = build(&common::repo().join("tests/bad/gateway_name_taken"));
+    assert_eq!(reg.gateway.search, "toolreg_search_2");
+    assert_eq!(reg.gateway.help, "toolreg_help");
+    assert_eq!(reg.gateway.exec, "tool_exec");
+    // A name the overlay pinned keeps the error.
+    let tmp = tempfile::tempdir().unwrap();
+    common::copy_dir(
+        &common::repo().join("tests/bad/gateway_name_taken"),
+        tmp.path(),
+    );
+    std::fs::write(
+        tmp.path().join("toolreg.toml"),
+        "[gateway]\nsearch = \"tool_search\"\n",
+    )
+    .unwrap();
+    let o = toolreg(tmp.path(), &["lint", "--definitions", "."]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("TR020"), "{}", stderr(&o));
+}
+
+#[test]
+fn older_dialects_are_rewritten_and_validate() {
+    let (reg, text, _tmp) = build(&common::repo().join("tests/bad/schema_dialects"));
+    let list = &reg
+        .ops
+        .values()
+        .find(|r| r.tool_name == "list_invoices")
+        .unwrap();
+    let limit = &list.parameters_schema["properties"]["limit"];
+    assert_eq!(limit["exclusiveMinimum"], json!(0));
+    assert!(limit.get("minimum").is_none());
+    assert!(list.parameters_schema["properties"]["offset"]
+        .get("exclusiveMinimum")
+        .is_none());
+    let create = &reg
+        .ops
+        .values()
+        .find(|r| r.tool_name == "create_invoice")
+        .unwrap();
+    let s = &create.parameters_schema;
+    assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(s["$id"], "urn:example:create-invoice");
+    assert!(s["$defs"]["money"].is_object() && s.get("definitions").is_none());
+    assert_eq!(s["properties"]["total"]["$ref"], "#/$defs/money");
+    assert_eq!(s["properties"]["line"]["prefixItems"][1]["type"], "number");
+    assert_eq!(s["properties"]["line"]["items"], json!(false));
+    assert_eq!(
+        s["dependentRequired"]["discount_code"],
+        json!(["discount_reason"])
+    );
+    for what in [
+        "`definitions` moved to `$defs`",
+        "`id` renamed `$id`",
+        "prefixItems",
+    ] {
+        assert!(text.contains(what) || text.contains("TR039"), "{what}");
+    }
+    // exec validates under the rewritten schema: the exclusive bound and the $ref hold.
+    let gw = Gateway::new(reg.clone(), toolreg::emit::help::build(&reg)).unwrap();
+    let call = |op: &str, args: Value| block_on(gw.exec(ExecCall::new(op, args)));
+    assert!(!call(&list.op, json!({"limit": 0})).ok);
+    let env = call(&create.op, json!({"total": {"amount": 3}}));
+    assert_eq!(
+        env.error.as_ref().unwrap().code,
+        "VALIDATION_ERROR",
+        "{}",
+        env.to_json()
+    );
+}
+
+/// "Give `page_id` or `title`": providers see one object; exec enforces the alternatives.
+#[test]
+fn top_level_one_of_is_projected_for_models_and_enforced_by_exec() {
+    let (reg, _, tmp) = build(&common::repo().join("tests/bad/top_level_combinator"));
+    let get = reg
+        .ops
+        .values()
+        .find(|r| r.tool_name == "get_page")
+        .unwrap();
+    let direct: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("generated/surfaces/direct.json")).unwrap(),
+    )
+    .unwrap();
+    let def = direct["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["function"]["name"] == "get_page")
+        .unwrap();
+    let params = &def["function"]["parameters"];
+    assert!(params.get("oneOf").is_none(), "{params}");
+    let props: BTreeSet<&str> = params["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(props, BTreeSet::from(["include_body", "page_id", "title"]));
+    assert!(def["function"]["description"]
+        .as_str()
+        .unwrap()
+        .ends_with("Give exactly one of: `page_id`; `title`."));
+    // The help page says it too.
+    let help = toolreg::emit::help::build(&reg);
+    let page = help.lookup(&reg, &toolreg::help::HelpRequest::path(&get.op));
+    assert!(page.to_string().contains("Give exactly one of"), "{page}");
+
+    let gw = Gateway::new(reg.clone(), help).unwrap();
+    let call = |args: Value| block_on(gw.exec(ExecCall::new(&get.op, args)));
+    // Satisfies the constraint: passes validation (no handler, so NOT_IMPLEMENTED after it),
+    // with no "unknown argument" warning for the alternative's argument.
+    for ok in [
+        json!({"page_id": "p1"}),
+        json!({"title": "Home", "include_body": true}),
+    ] {
+        let env = call(ok.clone());
+        let code = env.error.as_ref().map(|e| e.code.as_str());
+        assert_ne!(code, Some("VALIDATION_ERROR"), "{ok}: {}", env.to_json());
+        assert!(
+            !env.to_json().to_string().contains("unknown argument"),
+            "{}",
+            env.to_json()
+        );
+    }
+    // Breaks it: neither, or both.
+    for bad in [json!({}), json!({"page_id": "p1", "title": "Home"})] {
+        let env = call(bad.clone());
+        let code = env.error.as_ref().map(|e| e.code.clone());
+        assert!(
+            matches!(
+                code.as_deref(),
+                Some("VALIDATION_ERROR") | Some("EMPTY_ARGS")
+            ),
+            "{bad}: {}",
+            env.to_json()
+        );
+    }
+}
+
+#[test]
+fn a_third_party_tool_is_quarantined_and_the_teams_own_stops_the_build() {
+    let defs = common::repo().join("tests/bad/quarantine");
+    let (reg, text, tmp) = build(&defs);
+    let left: BTreeMap<&str, &str> = reg
+        .quarantined
+        .iter()
+        .map(|q| (q.tool_name.as_str(), q.file.as_str()))
+        .collect();
+    assert_eq!(
+        left,
+        BTreeMap::from([
+            ("merge_contacts", "vendor/crm.json"),
+            ("search_notes", "notes.mcp.json")
+        ])
+    );
+    assert!(text.contains("quarantined 2 third-party tools"), "{text}");
+    for name in ["merge_contacts", "search_notes"] {
+        assert!(reg.op_by_tool_name(name).is_none());
+        let direct =
+            std::fs::read_to_string(tmp.path().join("generated/surfaces/direct.json")).unwrap();
+        assert!(!direct.contains(name));
+    }
+    assert!(reg.op_by_tool_name("list_contacts").is_some());
+    assert!(reg.op_by_tool_name("send_digest").is_some());
+    let report =
+        std::fs::read_to_string(tmp.path().join("generated/report.json")).unwrap_or_default();
+    assert!(report.contains("merge_contacts"), "the report lists it");
+    // check says it too, and passes.
+    let out = tmp.path().join("generated");
+    let o = toolreg(
+        &common::repo(),
+        &[
+            "check",
+            "--definitions",
+            defs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("quarantined 2"), "{}", stderr(&o));
+    // --strict: errors again.
+    let o = toolreg(
+        &common::repo(),
+        &[
+            "check",
+            "--strict",
+            "--definitions",
+            defs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // The team's own file: the same error stops the build.
+    let o = toolreg(
+        &common::repo(),
+        &["lint", "--definitions", "tests/bad/quarantine_own"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("TR037"), "{}", stderr(&o));
+}
+
+/// Search never answers with nothing, whatever the query.
+#[test]
+fn search_never_answers_with_nothing() {
+    let (reg, _, _tmp) = build(&common::repo().join("tests/catalogs/reference-servers"));
+    let gw = Gateway::new(reg.clone(), toolreg::emit::help::build(&reg)).unwrap();
+    let mut queries: Vec<String> = vec![
+        String::new(),
+        "   ".into(),
+        "?!.,;:-_()[]{}".into(),
+        "zzzzqqqq xylophonic".into(),
+        "日本語のクエリ".into(),
+        "a".repeat(5_000),
+    ];
+    // Deterministic pseudo-random words.
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..200 {
+        let mut q = String::new();
+        for _ in 0..(1 + x % 4) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = 2 + (x % 9) as usize;
+            let w: String = (0..len)
+                .map(|i| (b'a' + ((x >> (i * 5)) % 26) as u8) as char)
+                .collect();
+            q.push_str(&w);
+            q.push(' ');
+        }
+        queries.push(q);
+    }
+    for q in &queries {
+        let res = gw.search(&SearchRequest::query(q.clone()));
+        assert!(!res.results.is_empty(), "no results for {q:?}");
+    }
+    let res = gw.search(&SearchRequest::query("zzzzqqqq"));
+    assert!(res.nearest && res.directory.is_some());
+}
+
+/// Everyday memory requests reach the memory server's ops.
+#[test]
+fn everyday_memory_requests_find_the_memory_ops() {
+    let (reg, _, _tmp) = build(&common::repo().join("tests/catalogs/reference-servers"));
+    let gw = Gateway::new(reg.clone(), toolreg::emit::help::build(&reg)).unwrap();
+    for (q, want) in [
+        (
+            "remember that Alice is a software engineer at Acme",
+            "memory",
+        ),
+        ("which people in my notes mention Python", "memory"),
+        ("forget everything about Bob", "memory"),
+        ("what do you know about Alice", "memory"),
+    ] {
+        let res = gw.search(&SearchRequest::query(q));
+        assert!(!res.nearest, "{q}: only spelling matches");
+        let top: Vec<&str> = res.results.iter().take(3).map(|h| h.op.as_str()).collect();
+        assert!(
+            top.iter().any(|op| op.starts_with(want)),
+            "{q}: top three {top:?}"
+        );
+    }
+}
