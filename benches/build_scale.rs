@@ -10,7 +10,8 @@
 //! tools (what CI runs, to prove it works; CI does not judge its figures). `-- --emitters`: each
 //! emitter alone and all together at 1K/5K/10K/20K tools. `-- --hostile`: a 100,000-property
 //! schema, and a 20,000-tool export minified onto one line against its pretty-printed twin.
-//! `-- --write-catalog N DIR` only writes the synthetic catalog of N tools, to profile a build by
+//! `-- --fleet`: the public fleet catalogs of tests/catalogs/fleet per emitter, before and after
+//! (`TOOLREG_BENCH_BEFORE=OLD_TOOLREG`). `-- --write-catalog N DIR` only writes the synthetic catalog of N tools, to profile a build by
 //! hand. `TOOLREG_BENCH_DIR` puts the scratch folders elsewhere (a tmpfs keeps the file system's
 //! own costs, which vary with the disk's state, out of the figures).
 
@@ -35,8 +36,8 @@ fn children_peak_kib() -> u64 {
 /// Child mode: one `toolreg build` (the real command, with its allocator), then `written <n>
 /// peak_kib <k>` on stdout. `all` runs every emitter. This process has no other child, so the
 /// peak is the build's own.
-fn child(defs: &Path, out: &Path, which: &str) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolreg"));
+fn child(defs: &Path, out: &Path, which: &str, bin: Option<&str>) {
+    let mut cmd = Command::new(bin.unwrap_or(env!("CARGO_BIN_EXE_toolreg")));
     cmd.arg("build")
         .arg("--definitions")
         .arg(defs)
@@ -47,6 +48,11 @@ fn child(defs: &Path, out: &Path, which: &str) {
     }
     let o = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
+    // An earlier binary may refuse a catalog this one builds: say so instead of a figure.
+    if !o.status.success() && bin.is_some() {
+        println!("written 0 peak_kib {} failed", children_peak_kib());
+        return;
+    }
     assert!(o.status.success(), "{stderr}");
     // "built N ops in G groups (version): W written, R removed, U unchanged in `out`"
     let written = stderr
@@ -62,17 +68,23 @@ struct Run {
     secs: f64,
     written: usize,
     peak_kib: u64,
+    /// False when the build refused the catalog (only an earlier binary may).
+    ok: bool,
 }
 
 fn run_child(defs: &Path, out: &Path, which: &str) -> Run {
+    run_child_with(defs, out, which, None)
+}
+
+/// `run_child` with another toolreg binary (the fleet mode's "before").
+fn run_child_with(defs: &Path, out: &Path, which: &str, bin: Option<&Path>) -> Run {
     let start = Instant::now();
-    let o = Command::new(std::env::current_exe().unwrap())
-        .arg("--child")
-        .arg(defs)
-        .arg(out)
-        .arg(which)
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.arg("--child").arg(defs).arg(out).arg(which);
+    if let Some(b) = bin {
+        cmd.arg(b);
+    }
+    let o = cmd.output().unwrap();
     let secs = start.elapsed().as_secs_f64();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -81,6 +93,7 @@ fn run_child(defs: &Path, out: &Path, which: &str) -> Run {
         secs,
         written: words[1].parse().unwrap(),
         peak_kib: words[3].parse().unwrap(),
+        ok: words.get(4) != Some(&"failed"),
     }
 }
 
@@ -104,7 +117,12 @@ fn main() {
             Path::new(&args[2]),
             Path::new(&args[3]),
             args.get(4).map(String::as_str).unwrap_or("registry"),
+            args.get(5).map(String::as_str),
         );
+        return;
+    }
+    if args.iter().any(|a| a == "--fleet") {
+        fleet(args.iter().any(|a| a == "--quick"));
         return;
     }
     if args.iter().any(|a| a == "--emitters") {
@@ -254,6 +272,84 @@ fn per_emitter(sizes: &[usize]) {
             })
             .collect();
         println!(" {:>22}", growth.join(" "));
+    }
+}
+
+/// `-- --fleet`: the public fleet catalogs of tests/catalogs/fleet (no overlay), each emitter
+/// alone and all together, median of 3 builds each in its own process (fresh output folder).
+/// With `TOOLREG_BENCH_BEFORE=PATH` (a toolreg binary of an earlier commit) the same builds run
+/// with it too, interleaved, so before and after are measured in one run. `--quick`: one build
+/// of the ToolBench catalog with every emitter (what CI runs, to prove the mode works).
+fn fleet(quick: bool) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let before = std::env::var_os("TOOLREG_BENCH_BEFORE").map(std::path::PathBuf::from);
+    let tmp = scratch();
+    let (catalogs, names, reps): (&[&str], &[&str], usize) = if quick {
+        (&["toolbench"], &["all"], 1)
+    } else {
+        (
+            &["toolbench", "livemcp", "toolsdk"],
+            &[
+                "registry", "help", "surfaces", "report", "rust", "ts", "docs", "all",
+            ],
+            3,
+        )
+    };
+    println!(
+        "fleet catalogs, no overlay: median of {reps} build(s) each, seconds / peak MB{}",
+        if before.is_some() {
+            " (before -> after)"
+        } else {
+            ""
+        }
+    );
+    for cat in catalogs {
+        let defs = repo.join("tests/catalogs/fleet").join(cat);
+        println!("{cat}:");
+        for name in names {
+            let mut runs: Vec<(Option<Run>, Run)> = Vec::new();
+            for k in 0..reps {
+                let out = tmp.path().join(format!("{cat}-{name}-{k}"));
+                let b = before.as_deref().map(|bin| {
+                    let r = run_child_with(&defs, &out.with_extension("before"), name, Some(bin));
+                    let _ = std::fs::remove_dir_all(out.with_extension("before"));
+                    r
+                });
+                let a = run_child(&defs, &out, name);
+                let _ = std::fs::remove_dir_all(&out);
+                runs.push((b, a));
+            }
+            let after_t = median(runs.iter().map(|r| r.1.secs).collect());
+            let after_m = runs.iter().map(|r| r.1.peak_kib).max().unwrap_or(0) as f64 / 1024.0;
+            let files = runs[0].1.written;
+            match runs[0].0.is_some() {
+                true => {
+                    let before_t = median(
+                        runs.iter()
+                            .filter_map(|r| r.0.as_ref().map(|b| b.secs))
+                            .collect(),
+                    );
+                    let before_m = runs
+                        .iter()
+                        .filter_map(|r| r.0.as_ref().map(|b| b.peak_kib))
+                        .max()
+                        .unwrap_or(0) as f64
+                        / 1024.0;
+                    let before_files = runs[0].0.as_ref().map_or(0, |b| b.written);
+                    if !runs[0].0.as_ref().is_some_and(|b| b.ok) {
+                        println!(
+                            "  {name:>9}: build refused the catalog -> {after_t:.2} s / {after_m:.0} MB / {files} files"
+                        );
+                        continue;
+                    }
+                    println!(
+                        "  {name:>9}: {before_t:.2} s / {before_m:.0} MB / {before_files} files -> {after_t:.2} s / {after_m:.0} MB / {files} files (x{:.2})",
+                        after_t / before_t
+                    );
+                }
+                false => println!("  {name:>9}: {after_t:.2} s / {after_m:.0} MB / {files} files"),
+            }
+        }
     }
 }
 

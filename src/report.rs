@@ -82,17 +82,23 @@ fn stats(mut values: Vec<usize>) -> Value {
     json!({"count": values.len(), "median": rank(0.5), "p90": rank(0.9), "max": values[values.len() - 1]})
 }
 
+/// Help page figures: characters and o200k tokens (what the report shows; pages are counted
+/// with one encoding, the surfaces with both).
 fn page_stats(sizes: &[Size]) -> Value {
     json!({
         "chars": stats(sizes.iter().map(|s| s.chars).collect()),
         "o200k": stats(sizes.iter().map(|s| s.o200k).collect()),
-        "cl100k": stats(sizes.iter().map(|s| s.cl100k).collect()),
     })
 }
 
 /// Sizes of many texts: each distinct text counted once, with both encodings, on every core.
 /// The biggest jobs go first, so one huge text (the full catalog) does not finish last alone.
 pub fn sizes_of(texts: &[&str]) -> Vec<Size> {
+    sizes_with(texts, true)
+}
+
+/// `sizes_of`, counting cl100k too only when `cl100k` (else it is 0).
+fn sizes_with(texts: &[&str], cl100k: bool) -> Vec<Size> {
     let mut distinct: HashMap<&str, usize> = HashMap::new();
     let mut unique: Vec<&str> = Vec::new();
     let slots: Vec<usize> = texts
@@ -107,6 +113,7 @@ pub fn sizes_of(texts: &[&str]) -> Vec<Size> {
     // One job per (text, encoding), largest first.
     let mut jobs: Vec<(usize, bool)> = (0..unique.len())
         .flat_map(|i| [(i, true), (i, false)])
+        .filter(|&(_, o200k)| o200k || cl100k)
         .collect();
     jobs.sort_by_key(|&(i, o200k)| (std::cmp::Reverse(unique[i].len()), i, o200k));
     let counts = crate::parallel::map_in_order(&jobs, |&(i, o200k)| {
@@ -155,13 +162,17 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
             .iter()
             .map(|(_, d)| surfaces::tools_json(d).to_string()),
     );
-    let first_page = texts.len();
-    for page in help.pages.values() {
-        texts.push(page.short.to_string());
-        texts.push(page.full.to_string());
-    }
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let sizes = sizes_of(&refs);
+    // Help pages: the report shows their characters and o200k tokens, so only those are counted
+    // (a fleet catalog has thousands of pages; a second encoding doubled the report's cost).
+    let mut page_texts: Vec<String> = Vec::with_capacity(help.pages.len() * 2);
+    for page in help.pages.values() {
+        page_texts.push(page.short.to_string());
+        page_texts.push(page.full.to_string());
+    }
+    let page_refs: Vec<&str> = page_texts.iter().map(String::as_str).collect();
+    let page_sizes = sizes_with(&page_refs, false);
     let (full, gateway_size) = (sizes[0], sizes[1]);
     let profiles: serde_json::Map<String, Value> = profile_defs
         .iter()
@@ -179,8 +190,11 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
         .keys()
         .enumerate()
         .map(|(k, key)| {
-            let at = first_page + 2 * k;
-            (reg.ops.contains_key(key), sizes[at], sizes[at + 1])
+            (
+                reg.ops.contains_key(key),
+                page_sizes[2 * k],
+                page_sizes[2 * k + 1],
+            )
         })
         .collect();
     let pick = |op_only: bool, short: bool, full: bool| -> Vec<Size> {

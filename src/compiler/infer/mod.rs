@@ -268,6 +268,9 @@ struct Analyzed {
     group_why: String,
     /// The namespace (`math` of `math.add`), if any.
     namespace: Option<String>,
+    /// Set when the namespace is a fleet convention's server part (it stands at the end of a
+    /// `_for_` name, so no rule pattern written namespace-first can match it).
+    server_form: Option<ServerForm>,
     /// Every word of the name (without the namespace) with its role so far: prefix, literal or
     /// verb; nouns and modifiers are decided later.
     roles: Vec<Role>,
@@ -519,6 +522,7 @@ fn analyze(
         group,
         group_why,
         namespace: p.namespace.clone(),
+        server_form: p.server_form,
         verb: pick(&verb_at),
         nouns: pick(&noun_at),
         modifiers: pick(&modifier_at),
@@ -628,17 +632,19 @@ fn decide(
         k
     };
     // A verb, quantifier or adjective never names an entity (`get_all`, `list_top`): such words
-    // stay in the op as a qualifier of the group.
+    // join the action of a group-level op.
     let lx = Lexicon::get();
     let not_noun = |w: &String| lx.is_not_noun(w) || lx.is_not_noun(&lx.singular(w));
     if nouns[..split].iter().all(not_noun) {
         let mut qualifier: Vec<String> = a.modifiers.clone();
         qualifier.extend(nouns.iter().cloned());
+        // Joined to the action (`get_all`): an op `group.all.get` would read as entity `all`.
+        let action = segment(&format!("{action}_{}", qualifier.join("_")));
         why.push(format!(
-            "no entity: `{}` is not a noun (lexicon)",
+            "no entity: `{}` is not a noun (lexicon), so the action is `{action}`",
             nouns[..split].join(" ")
         ));
-        return finish(inp, a, None, &qualifier, action, why, Shape::default());
+        return finish(inp, a, None, &[], action, why, Shape::default());
     }
     let entity = keys[split - 1].clone();
     let mut qualifier: Vec<String> = a.modifiers.clone();
@@ -680,6 +686,7 @@ fn shape_of(a: &Analyzed, roles: &[Role], patternable: bool) -> Shape {
         n
     };
     let plain = patternable
+        && a.server_form.is_none()
         && runs(Role::Verb) == 1
         && runs(Role::Entity) == 1
         && runs(Role::Qualifier) <= 1;
@@ -754,9 +761,19 @@ fn resolve_collisions(inputs: &[Input], out: &mut [Option<Inferred>], reserved: 
         }
         candidates.push(segment(&words::split_words(inputs[i].name).join("_")));
         let (head, action) = inf.op.rsplit_once('.').unwrap_or(("", &inf.op));
+        // A group-level op (no entity) takes the qualifier into its action: `g.q.action` would
+        // read as entity `q` to anyone (and to a rule or special case) parsing the op.
+        let group_level = inf.entity.is_none();
+        let form = |q: &str| {
+            if group_level {
+                format!("{head}.{action}_{q}")
+            } else {
+                format!("{head}.{q}.{action}")
+            }
+        };
         let mut new_op = None;
         for q in candidates.iter().filter(|q| !q.is_empty()) {
-            let op = format!("{head}.{q}.{action}");
+            let op = form(q);
             if valid_op(&op) && !taken.contains_key(&op) {
                 new_op = Some(op);
                 break;
@@ -764,10 +781,15 @@ fn resolve_collisions(inputs: &[Input], out: &mut [Option<Inferred>], reserved: 
         }
         let new_op = new_op.unwrap_or_else(|| {
             (2..)
-                .map(|n| format!("{head}.v{n}.{action}"))
+                .map(|n| form(&format!("v{n}")))
                 .find(|op| !taken.contains_key(op))
                 .unwrap_or_default()
         });
+        if group_level {
+            if let Some((_, a)) = new_op.rsplit_once('.') {
+                inf.action = a.to_string();
+            }
+        }
         taken.insert(new_op.clone(), inputs[i].name.to_string());
         inf.why
             .push_str(&format!("; `{}` was taken by `{owner}`", inf.op));
