@@ -99,6 +99,30 @@ fn livemcp_servers_build_with_a_group_per_server() {
     // A group per server: never more groups than files (a word of the names is not a group).
     assert!(reg.counts.groups <= files.len(), "{}", tree_summary(&reg));
     insta::assert_snapshot!("fleet_livemcp", tree_summary(&reg));
+
+    // LiveMCPBench's own annotated tasks (everyday requests nobody here wrote) over this fleet:
+    // a floor under the figures measured when the set was added (recall@5 .574, @10 .649).
+    let o = toolreg(
+        &common::repo(),
+        &[
+            "eval",
+            "--queries",
+            "tests/eval/livemcp/tasks.jsonl",
+            "--registry",
+            tmp_registry(&_tmp).to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let figures: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(figures["queries"], 94);
+    assert!(figures["recall@5"].as_f64().unwrap() >= 0.55, "{figures}");
+    assert!(figures["recall@10"].as_f64().unwrap() >= 0.62, "{figures}");
+}
+
+fn tmp_registry(tmp: &tempfile::TempDir) -> std::path::PathBuf {
+    tmp.path().join("generated/registry.json")
 }
 
 #[test]
