@@ -10,22 +10,6 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
-/// Deterministic pseudo-random lowercase words (xorshift).
-fn random_words(seed: u64, n: usize) -> Vec<String> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let len = 2 + (x % 10) as usize;
-            (0..len)
-                .map(|i| (b'a' + ((x >> (i * 5)) % 26) as u8) as char)
-                .collect()
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_search_through_mcp_never_answers_with_nothing() {
     let tmp = tempfile::tempdir().unwrap();
@@ -52,13 +36,13 @@ async fn tool_search_through_mcp_never_answers_with_nothing() {
         " ".into(),
         "?!...;:--".into(),
         "(){}[]<>".into(),
-        random_words(7, 10_000).join(" "),
+        common::random_words(7, 10_000).join(" "),
         "remember that Alice is a software engineer at Acme".into(),
         "which people in my notes mention Python".into(),
     ];
     for seed in 1..=300u64 {
         let n = 1 + (seed % 5) as usize;
-        queries.push(random_words(seed * 7919, n).join(" "));
+        queries.push(common::random_words(seed * 7919, n).join(" "));
     }
     for q in &queries {
         let Value::Object(args) = json!({"query": q}) else {

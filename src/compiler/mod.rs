@@ -109,21 +109,27 @@ pub fn compile_opts(definitions: &Path, source: OverlaySource, strict: bool) -> 
             excluded.insert((t.rel.clone(), t.pointer.clone()));
             let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
             let mut codes: Vec<String> = errors.iter().map(|d| d.code.to_string()).collect();
+            codes.sort();
             codes.dedup();
             let record = QuarantinedTool {
                 tool_name: t.name.clone(),
                 file: t.rel.clone(),
                 pointer: t.pointer.clone(),
                 codes,
+                // A third-party schema's error can quote much of it: the record keeps a bounded
+                // prefix (the diagnostic itself says the rest).
                 reason: errors
                     .first()
-                    .map(|d| d.message.clone())
+                    .map(|d| d.message.chars().take(REASON_CHARS).collect())
                     .unwrap_or_default(),
             };
             held.push((record, diags));
         }
     }
 }
+
+/// The most characters of an error message a quarantine record keeps.
+const REASON_CHARS: usize = 300;
 
 /// A tool as the quarantine sees it: where it is and whether its file is third-party.
 struct ToolPlace {
@@ -205,7 +211,7 @@ fn release(out: &mut Compiled, held: Vec<(QuarantinedTool, Vec<Diagnostic>)>) {
                 record.codes.join(", ")
             ),
         )
-        .help("the rest of the catalog is built; fix the tool upstream, or give it a special case, or pass --strict to make this an error");
+        .help("the rest of the catalog is built; fix the tool upstream and import it again, or pass --strict to make this an error");
         if let Some(at) = at {
             line = line.at(at);
         }
@@ -260,6 +266,12 @@ fn compile_pass(
         raw_tools
             .retain(|t| !excluded.contains(&(loaded.files[t.file].rel.clone(), t.pointer.clone())));
     }
+    // Which files are third-party, decided once for the quarantine and for lint.
+    let third_party_file: Vec<bool> = loaded
+        .files
+        .iter()
+        .map(|f| third_party(&f.rel, lo.as_ref().map(|l| &l.overlay)))
+        .collect();
     let places: Vec<ToolPlace> = raw_tools
         .iter()
         .map(|t| {
@@ -269,7 +281,7 @@ fn compile_pass(
                 display: f.display.clone(),
                 rel: f.rel.clone(),
                 pointer: t.pointer.clone(),
-                third_party: third_party(&f.rel, lo.as_ref().map(|l| &l.overlay)),
+                third_party: third_party_file[t.file],
             }
         })
         .collect();
@@ -287,7 +299,7 @@ fn compile_pass(
             .map(|raw| analyze(raw, &loaded, &classifier, &mut diags))
             .collect();
         for t in &mut tools {
-            t.third_party = third_party(&loaded.files[t.raw.file].rel, Some(&lo.overlay));
+            t.third_party = third_party_file[t.raw.file];
         }
         qualify_shared_names(&mut tools, &loaded, &mut diags);
         if lo.overlay.classify.infer {

@@ -134,3 +134,19 @@ pub fn seed_000_mappings() -> BTreeMap<String, String> {
 
     expected
 }
+
+/// Deterministic pseudo-random lowercase words (xorshift), for queries nobody chose.
+pub fn random_words(seed: u64, n: usize) -> Vec<String> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = 2 + (x % 10) as usize;
+            (0..len)
+                .map(|i| (b'a' + ((x >> (i * 5)) % 26) as u8) as char)
+                .collect()
+        })
+        .collect()
+}
