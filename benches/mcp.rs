@@ -54,6 +54,8 @@ async fn main() {
     let (defs, gen) = (tmp.path().join("defs"), tmp.path().join("gen"));
     std::fs::create_dir_all(tmp.path().join("files")).unwrap();
     let bin = env!("CARGO_BIN_EXE_toolreg");
+    // `import mcp` approves what it runs; keep those approvals out of the user's own file.
+    let approvals = tmp.path().join("approved-upstreams.toml");
     let memory = m.join("server-memory/dist/index.js");
     let filesystem = m.join("server-filesystem/dist/index.js");
     let files = tmp.path().join("files");
@@ -75,6 +77,7 @@ async fn main() {
                 "node",
             ])
             .args(args)
+            .env("TOOLREG_APPROVALS", &approvals)
             .status()
             .unwrap()
             .success();
@@ -104,7 +107,8 @@ async fn main() {
     let mut serve = tokio::process::Command::new(bin);
     serve
         .args(["serve", "--registry", gen.to_str().unwrap()])
-        .env("MEMORY_FILE_PATH", &memfile);
+        .env("MEMORY_FILE_PATH", &memfile)
+        .env("TOOLREG_APPROVALS", &approvals);
     let served = connect(serve).await;
 
     // Tokens of what a client puts in front of the model.

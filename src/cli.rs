@@ -228,6 +228,10 @@ enum Command {
     /// to the servers they came from
     #[cfg(feature = "mcp")]
     Serve(crate::cli_mcp::ServeArgs),
+    /// Approve the upstream commands a definitions folder (or a built registry) names, after
+    /// reading them: `serve` and `import --check` run no others on this machine
+    #[cfg(feature = "mcp")]
+    Approve(crate::cli_mcp::ApproveArgs),
     /// Report diagnostics only; exit 1 when any is an error
     Lint {
         #[command(flatten)]
@@ -247,6 +251,8 @@ enum DiffFormat {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum FailOn {
+    /// Only security findings (a new or changed upstream command)
+    Security,
     Breaking,
     Warning,
     Never,
@@ -754,9 +760,19 @@ pub fn run() -> ExitCode {
         Command::Import(args) => crate::cli_mcp::import(args),
         #[cfg(feature = "mcp")]
         Command::Serve(args) => crate::cli_mcp::serve(args),
+        #[cfg(feature = "mcp")]
+        Command::Approve(args) => crate::cli_mcp::approve(args),
         Command::Lint { defs, format } => {
             let g = generate(&defs.definitions, &[]);
-            let diags = &g.compiled.diagnostics;
+            let mut diags = g.compiled.diagnostics.clone();
+            // An upstream is code: flag every one this machine has not approved to run (a store
+            // that cannot be read approves nothing).
+            let approvals = toolreg::trust::Approvals::load_default().unwrap_or_default();
+            for d in toolreg::compiler::unapproved_upstreams(&defs.definitions, &approvals) {
+                diags.push(d);
+            }
+            diags.sort();
+            let diags = &diags;
             show(diags, format, defs.verbose);
             if !defs.definitions.is_dir() {
                 return ExitCode::from(2);
@@ -921,6 +937,7 @@ fn diff(
         }
     );
     let fail = match fail_on {
+        FailOn::Security => report.has(Level::Security),
         FailOn::Breaking => report.has(Level::Breaking),
         FailOn::Warning => report.has(Level::Warning),
         FailOn::Never => false,

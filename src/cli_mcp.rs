@@ -33,13 +33,49 @@ enum ImportSource {
         /// Per-call time limit recorded for `toolreg serve`, in milliseconds
         #[arg(long, value_name = "MS")]
         timeout_ms: Option<u64>,
-        /// The server's streamable HTTP endpoint (instead of a command), e.g. http://127.0.0.1:8080/mcp
+        /// The server's streamable HTTP endpoint (instead of a command), e.g. http://127.0.0.1:8080/mcp;
+        /// never with a credential in it (use --bearer-env or --header-env)
         #[arg(long, value_name = "URL", conflicts_with = "command")]
         url: Option<String>,
+        /// With --url: the environment variable whose value is sent as `Authorization: Bearer`
+        /// (recorded by name, never by value)
+        #[arg(long, value_name = "VAR", requires = "url")]
+        bearer_env: Option<String>,
+        /// With --url: a header sent with the value of an environment variable, `HEADER=VAR`
+        /// (e.g. `X-Api-Key=GW_KEY`); repeatable
+        #[arg(long, value_name = "HEADER=VAR", requires = "url", value_parser = header_env)]
+        header_env: Vec<(String, String)>,
         /// The command that starts the server, after `--`
         #[arg(last = true, required_unless_present = "url", value_name = "CMD")]
         command: Vec<String>,
     },
+}
+
+fn header_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((h, v)) if !h.is_empty() && !v.is_empty() => Ok((h.to_string(), v.to_string())),
+        _ => Err("expected HEADER=VAR, e.g. X-Api-Key=GW_KEY".into()),
+    }
+}
+
+#[derive(clap::Args)]
+pub struct ApproveArgs {
+    /// Folder with toolreg.toml, whose [upstreams] are approved
+    #[arg(long, short = 'd', value_name = "DIR", default_value = "definitions")]
+    definitions: PathBuf,
+    /// A folder `toolreg build` wrote: approve the upstreams of its registry.json instead
+    #[arg(long, value_name = "DIR")]
+    registry: Option<PathBuf>,
+    /// Only this upstream (repeatable); all of them when not given
+    #[arg(long = "upstream", value_name = "NAME")]
+    upstreams: Vec<String>,
+    /// Show each upstream, what it runs and whether it is approved; change nothing (exit 1
+    /// when one is not approved)
+    #[arg(long)]
+    list: bool,
+    /// Withdraw the approvals instead
+    #[arg(long, conflicts_with = "list")]
+    revoke: bool,
 }
 
 #[derive(clap::Args)]
@@ -67,6 +103,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     ranking: crate::cli::Ranking,
 }
+
+const APPROVE_HELP: &str = "   = help: an upstream is code: read what it runs, then `toolreg approve` (-d DEFS or --registry DIR); in CI, approve only in jobs that never run a pull request's changes";
 
 fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
     tokio::runtime::Builder::new_multi_thread()
@@ -99,6 +137,9 @@ pub fn import(args: ImportArgs) -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("error: {e}");
+                    if matches!(e, toolreg::upstream::import::ImportError::Unapproved(_)) {
+                        eprintln!("{APPROVE_HELP}");
+                    }
                     ExitCode::from(2)
                 }
             }
@@ -110,6 +151,8 @@ pub fn import(args: ImportArgs) -> ExitCode {
                 env,
                 timeout_ms,
                 url,
+                bearer_env,
+                header_env,
                 command,
             }),
             false,
@@ -122,6 +165,8 @@ pub fn import(args: ImportArgs) -> ExitCode {
                 env,
                 url,
                 timeout_ms,
+                bearer_env,
+                header_env: header_env.into_iter().collect(),
             };
             rt.block_on(async {
                 match toolreg::upstream::import::import(&name, &definitions, &spec).await {
@@ -133,10 +178,17 @@ pub fn import(args: ImportArgs) -> ExitCode {
                             done.file.display(),
                             done.overlay.display()
                         );
+                        eprintln!(
+                            "approved what it runs on this machine (in {}); other machines run it after `toolreg approve`",
+                            done.approvals.display()
+                        );
                         ExitCode::SUCCESS
                     }
                     Err(e) => {
                         eprintln!("error: {e}");
+                        if matches!(e, toolreg::upstream::import::ImportError::SecretInUrl { .. }) {
+                            eprintln!("   = help: keep the secret in an environment variable and pass its name: `--bearer-env VAR` (sent as `Authorization: Bearer`) or `--header-env X-Api-Key=VAR`");
+                        }
                         ExitCode::from(2)
                     }
                 }
@@ -167,9 +219,15 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         store,
         #[cfg(feature = "semantic")]
         hybrid: args.ranking.choice(),
+        approvals: None,
     };
     let server = match toolreg::serve::Server::load_with(&args.registry, &args.surface, options) {
         Ok(s) => s,
+        Err(e @ toolreg::serve::ServeError::Unapproved(_)) => {
+            eprintln!("error: {e}");
+            eprintln!("{APPROVE_HELP}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("error: {e}");
             eprintln!("   = help: run `toolreg build` first, or pass --registry DIR");
@@ -191,5 +249,103 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// `toolreg approve`: record (or list, or withdraw) this machine's approval of upstream commands.
+pub fn approve(args: ApproveArgs) -> ExitCode {
+    use toolreg::trust::{launch_line, Approvals};
+    let fail = |e: &dyn std::fmt::Display| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    let all = match &args.registry {
+        Some(dir) => {
+            let file = if dir.is_dir() {
+                dir.join("registry.json")
+            } else {
+                dir.clone()
+            };
+            match toolreg::Registry::from_path(&file) {
+                Ok(r) => r.upstreams,
+                Err(e) => return fail(&e),
+            }
+        }
+        None => match toolreg::upstream::import::recorded_upstreams(&args.definitions) {
+            Ok(u) => u,
+            Err(toolreg::upstream::import::ImportError::NoUpstreams { .. }) => Default::default(),
+            Err(e) => return fail(&e),
+        },
+    };
+    if let Some(missing) = args.upstreams.iter().find(|n| !all.contains_key(*n)) {
+        return fail(&format!(
+            "no upstream `{}` (upstreams: {})",
+            toolreg::diag::escape_controls(missing),
+            all.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let chosen: Vec<(&str, &Upstream)> = all
+        .iter()
+        .filter(|(n, _)| args.upstreams.is_empty() || args.upstreams.contains(n))
+        .map(|(n, u)| (n.as_str(), u))
+        .collect();
+    let path = match Approvals::default_path() {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    if chosen.is_empty() {
+        eprintln!("no upstreams to approve");
+        return ExitCode::SUCCESS;
+    }
+    if args.list {
+        let store = match Approvals::load(&path) {
+            Ok(s) => s,
+            Err(e) => return fail(&e),
+        };
+        let mut missing = 0;
+        for (n, u) in &chosen {
+            let ok = store.is_approved(n, u);
+            missing += usize::from(!ok);
+            println!(
+                "{}  [upstreams.{}] runs `{}`",
+                if ok { "approved    " } else { "NOT approved" },
+                toolreg::diag::escape_controls(n),
+                launch_line(u)
+            );
+        }
+        eprintln!("approvals: {}", path.display());
+        return if missing > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    if args.revoke {
+        let names: Vec<&str> = chosen.iter().map(|(n, _)| *n).collect();
+        return match Approvals::revoke(&path, &names) {
+            Ok(n) => {
+                eprintln!("withdrew {n} approval(s) in {}", path.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        };
+    }
+    for (n, u) in &chosen {
+        eprintln!(
+            "approve [upstreams.{}]: runs `{}`",
+            toolreg::diag::escape_controls(n),
+            launch_line(u)
+        );
+    }
+    match Approvals::approve(&path, &chosen) {
+        Ok(added) => {
+            eprintln!(
+                "{added} new approval(s), {} already approved, in {}",
+                chosen.len() - added,
+                path.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
     }
 }

@@ -108,6 +108,8 @@ codes! {
     // MCP upstreams.
     UpstreamInvalid = "TR080", Error, "an [upstreams] entry in toolreg.toml is invalid or has no snapshot file";
     Quarantined = "TR081", Warning, "a third-party tool could not be compiled and was left out of every surface";
+    UpstreamUnapproved = "TR082", Warning, "an upstream's command or URL is not approved to run on this machine (`toolreg approve`)";
+    UpstreamSecret = "TR083", Error, "an upstream URL carries a credential (user info or a key-like query parameter)";
     // Writing output.
     OutputIo = "TR050", Error, "the output folder could not be written";
     OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";

@@ -17,6 +17,8 @@
 //! - [`emit`]: registry.json, help.json, surfaces, report, Rust, TypeScript, docs;
 //! - [`output`]: all-or-nothing writing and the staleness check; [`Builder`]: the build.rs API.
 //! - [`diff`]: what a registry change breaks, and what it costs the prompt caches.
+//! - [`trust`]: which upstream commands this machine approved to run, and credentials kept out
+//!   of URLs that are written or shown.
 
 pub mod diag;
 pub mod help;
@@ -56,6 +58,8 @@ mod parallel;
 pub mod report;
 #[cfg(feature = "compiler")]
 pub mod surfaces;
+#[cfg(feature = "compiler")]
+pub mod trust;
 
 #[cfg(feature = "compiler")]
 pub use builder::Builder;

@@ -408,6 +408,13 @@ pub struct Upstream {
     /// Per-call time limit in milliseconds (default 30,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// A `url` upstream's token: the name of the environment variable whose value is sent as
+    /// `Authorization: Bearer ...` (the value never enters a file or an answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_env: Option<String>,
+    /// A `url` upstream's other secret headers: header name -> environment variable name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub header_env: BTreeMap<String, String>,
 }
 
 /// Why a registry could not be loaded.

@@ -58,9 +58,22 @@ impl World {
     }
 }
 
+/// The approvals file of every toolreg these tests run (never the user's own): `import mcp`
+/// records what it ran there, `serve` and `import --check` read it.
+fn approvals() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    static FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| {
+        DIR.get_or_init(|| tempfile::tempdir().unwrap())
+            .path()
+            .join("approved-upstreams.toml")
+    })
+}
+
 fn toolreg(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_toolreg"))
         .args(args)
+        .env("TOOLREG_APPROVALS", approvals())
         .output()
         .unwrap()
 }
@@ -128,6 +141,7 @@ async fn client(w: &World, surface: &str) -> RunningService<RoleClient, ()> {
         surface,
     ])
     .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
+    .env("TOOLREG_APPROVALS", approvals())
     .env("SLOW_TOOL", "search_nodes")
     .env("SLOW_MS", "4000");
     let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
@@ -365,6 +379,44 @@ async fn serve_lists_direct_and_profile_surfaces_and_stops_on_sigterm() {
     assert_eq!(listed.tools.len(), 23);
     let r = call(&c, "list_directory", json!({"path": w.files})).await;
     assert!(text(&r).contains("hello.txt"), "{}", text(&r));
+    // The names the surface advertises are first-class: no "call ops by their op name".
+    let meta = serde_json::to_value(&r.meta).unwrap();
+    assert_eq!(meta["toolreg"]["warnings"], json!([]), "{meta}");
+    // An argument the schema does not declare never reaches the upstream (issue 21: a
+    // poisoned description's `sidenote`): under an open schema it is dropped and the warning
+    // says so; under a closed one it is a validation error.
+    let r = call(
+        &c,
+        "list_directory",
+        json!({"path": w.files, "sidenote": "contents of ~/.ssh/id_rsa"}),
+    )
+    .await;
+    let snapshot: Value =
+        serde_json::from_slice(&std::fs::read(w.defs.join("filesystem.mcp.json")).unwrap())
+            .unwrap();
+    let schema = &snapshot["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "list_directory")
+        .unwrap()["inputSchema"];
+    if schema.get("additionalProperties").is_none() {
+        assert!(text(&r).contains("hello.txt"), "{}", text(&r));
+        let meta = serde_json::to_value(&r.meta).unwrap();
+        assert!(
+            meta["toolreg"]["warnings"][0]
+                .as_str()
+                .is_some_and(|w| w.contains("`sidenote`") && w.contains("dropped")),
+            "{meta}"
+        );
+    } else {
+        assert_eq!(envelope(&r)["error"]["code"], "VALIDATION_ERROR");
+    }
+    let sent = std::fs::read_to_string(w.state("filesystem", "args")).unwrap();
+    assert!(
+        !sent.contains("sidenote") && !sent.contains("id_rsa"),
+        "{sent}"
+    );
     let e = envelope(&call(&c, "list_directory", json!({"path": 5})).await);
     assert_eq!(e["error"]["code"], "VALIDATION_ERROR");
     // A tool the surface does not list is a protocol error, not a result.
@@ -394,6 +446,7 @@ async fn serve_lists_direct_and_profile_surfaces_and_stops_on_sigterm() {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_toolreg"))
         .args(["serve", "--eager", "--registry", w.gen.to_str().unwrap()])
         .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
+        .env("TOOLREG_APPROVALS", approvals())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -539,7 +592,11 @@ fn the_official_inspector_lists_and_calls_tools_of_toolreg_serve() {
             w.gen.to_str().unwrap(),
         ];
         args.extend(extra);
-        let out = Command::new("node").args(&args).output().unwrap();
+        let out = Command::new("node")
+            .args(&args)
+            .env("TOOLREG_APPROVALS", approvals())
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", common::stderr(&out));
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
@@ -579,6 +636,7 @@ impl Replica {
             .args(["--http", "127.0.0.1:0"])
             .args(extra)
             .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
+            .env("TOOLREG_APPROVALS", approvals())
             .env("SLOW_TOOL", "create_entities")
             .env("SLOW_MS", "800")
             .stdout(std::process::Stdio::null())

@@ -386,4 +386,27 @@ fn wrong_argument_names_under_open_schemas() {
         !warnings.iter().any(|w| w.contains("JSON string")),
         "the CLI passes an object: {warnings:?}"
     );
+
+    // Undeclared names are dropped before the handler (or an upstream) sees them, and the
+    // warning says so: an injected `sidenote` travels no further than validation.
+    let mut gw = toolreg::runtime::Gateway::from_dir(&out).unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(serde_json::Value::Null));
+    let s = std::sync::Arc::clone(&seen);
+    gw.handle_sync("filesystem.file.read", move |args| {
+        *s.lock().unwrap() = args.clone();
+        Ok(serde_json::json!({"ok": true}))
+    })
+    .unwrap();
+    let env = toolreg::runtime::block_on(gw.exec(toolreg::runtime::ExecCall::from_value(
+        &serde_json::json!({"op": "filesystem.file.read", "args": {"path": "/tmp/x", "hed": 3, "sidenote": "~/.ssh/id_rsa"}}),
+    )));
+    assert!(env.ok, "{}", env.to_json());
+    assert_eq!(*seen.lock().unwrap(), serde_json::json!({"path": "/tmp/x"}));
+    let dropped = env
+        .meta
+        .warnings
+        .iter()
+        .filter(|w| w.contains("dropped before the call"))
+        .count();
+    assert_eq!(dropped, 2, "{:?}", env.meta.warnings);
 }

@@ -614,6 +614,26 @@ fn upstreams(
             Some("has a `url` that is not http:// or https://".to_string())
         } else if spec.timeout_ms == Some(0) {
             Some("has `timeout_ms = 0`".to_string())
+        } else if spec.command.is_some()
+            && (spec.bearer_env.is_some() || !spec.header_env.is_empty())
+        {
+            Some("sets `bearer_env` or `header_env`, which only a `url` upstream sends (a command gets its secrets through `env`)".to_string())
+        } else if let Some(bad) = spec
+            .env
+            .iter()
+            .chain(&spec.bearer_env)
+            .chain(spec.header_env.values())
+            .find(|v| !env_name_valid(v))
+        {
+            Some(format!(
+                "names the environment variable `{}`, which is not a variable name (letters, digits, `_`; not starting with a digit)",
+                crate::diag::escape_controls(bad)
+            ))
+        } else if let Some(bad) = spec.header_env.keys().find(|h| !header_name_valid(h)) {
+            Some(format!(
+                "names the header `{}` in `header_env`, which is not an HTTP header name",
+                crate::diag::escape_controls(bad)
+            ))
         } else if !ops.values().any(|r| r.source.file == file) {
             Some(format!(
                 "has no tools: no definitions file `{file}` defines any"
@@ -629,22 +649,45 @@ fn upstreams(
             );
             continue;
         }
-        let mut env = spec.env.clone();
-        env.sort();
-        env.dedup();
-        out.insert(
-            name.clone(),
-            crate::registry::Upstream {
-                file,
-                command: spec.command.clone(),
-                args: spec.args.clone(),
-                env,
-                url: spec.url.clone(),
-                timeout_ms: spec.timeout_ms,
-            },
-        );
+        let secrets = spec
+            .url
+            .as_deref()
+            .map(crate::trust::url_credentials)
+            .unwrap_or_default();
+        if !secrets.is_empty() {
+            // The URL itself is never quoted: it holds the secret.
+            diags.push(
+                Diagnostic::new(
+                    Code::UpstreamSecret,
+                    format!(
+                        "[upstreams.{shown}] `url` carries a credential ({}): it would be written into registry.json and shown in answers",
+                        secrets.join(", ")
+                    ),
+                )
+                .at(loc)
+                .help("take it out of the URL, keep the secret in an environment variable and name it: `bearer_env = \"VAR\"` (sent as `Authorization: Bearer`) or `header_env = { \"X-Api-Key\" = \"VAR\" }`; rotate the credential, it was committed"),
+            );
+            continue;
+        }
+        out.insert(name.clone(), spec.to_upstream(name));
     }
     out
+}
+
+/// A POSIX environment variable name.
+pub(crate) fn env_name_valid(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// An HTTP header name (RFC 9110 token), at most 128 characters.
+fn header_name_valid(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
 }
 
 fn clusters(

@@ -545,3 +545,48 @@ fn locate(diags: &mut Diagnostics, loaded: &Loaded) {
     }
     *diags = items.into();
 }
+
+/// TR082 for every `[upstreams]` entry whose launch spec `approvals` does not hold: what a
+/// reviewer must read before `serve` or `import --check` will run it. Only `toolreg lint` asks
+/// (a build's output never depends on the machine it ran on).
+pub fn unapproved_upstreams(
+    definitions: &Path,
+    approvals: &crate::trust::Approvals,
+) -> Vec<Diagnostic> {
+    let display = definitions.to_string_lossy().replace('\\', "/");
+    let mut ignored = Diagnostics::default();
+    let Some(lo) = overlay::load(definitions, &display, &mut ignored) else {
+        return Vec::new();
+    };
+    lo.overlay
+        .upstreams
+        .iter()
+        .filter_map(|(name, spec)| {
+            let n = name.get_ref();
+            let up = spec.to_upstream(n);
+            // An entry that cannot run (TR080 says why) needs no approval yet.
+            let runnable = enrich::provider_valid(n)
+                && up.command.is_some() != up.url.is_some()
+                && up.url.as_deref().is_none_or(|u| {
+                    u.starts_with("http://") || u.starts_with("https://")
+                });
+            if !runnable || approvals.is_approved(n, &up) {
+                return None;
+            }
+            let shown = crate::diag::escape_controls(n);
+            Some(
+                Diagnostic::new(
+                    diag::Code::UpstreamUnapproved,
+                    format!(
+                        "[upstreams.{shown}] runs `{}`, which is not approved on this machine; `serve` and `import --check` refuse to start it",
+                        crate::trust::launch_line(&up)
+                    ),
+                )
+                .at(lo.loc(name.span()))
+                .help(format!(
+                    "an upstream is code: read what it runs, then `toolreg approve -d {display} --upstream {shown}` (`toolreg approve --list` shows where approvals are kept); never approve in a job that runs pull requests"
+                )),
+            )
+        })
+        .collect()
+}

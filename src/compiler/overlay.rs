@@ -108,6 +108,31 @@ pub struct UpstreamSpec {
     pub env: Vec<String>,
     pub url: Option<String>,
     pub timeout_ms: Option<u64>,
+    /// A `url` upstream's token: the environment variable sent as `Authorization: Bearer`.
+    pub bearer_env: Option<String>,
+    /// A `url` upstream's secret headers: header name -> environment variable name.
+    #[serde(default)]
+    pub header_env: BTreeMap<String, String>,
+}
+
+impl UpstreamSpec {
+    /// The registry's form of this entry (environment names sorted, once each): what
+    /// `serve` runs, and what an approval's digest covers.
+    pub fn to_upstream(&self, name: &str) -> crate::registry::Upstream {
+        let mut env = self.env.clone();
+        env.sort();
+        env.dedup();
+        crate::registry::Upstream {
+            file: format!("{name}.mcp.json"),
+            command: self.command.clone(),
+            args: self.args.clone(),
+            env,
+            url: self.url.clone(),
+            timeout_ms: self.timeout_ms,
+            bearer_env: self.bearer_env.clone(),
+            header_env: self.header_env.clone(),
+        }
+    }
 }
 
 /// A cluster: ops offered together when a trigger phrase appears in the user's message, or by

@@ -22,6 +22,8 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
+    /// What runs, or what a model is told, changed in a way a security review must see.
+    Security,
     Breaking,
     Warning,
     Info,
@@ -30,6 +32,7 @@ pub enum Level {
 impl Level {
     pub fn as_str(self) -> &'static str {
         match self {
+            Level::Security => "security",
             Level::Breaking => "breaking",
             Level::Warning => "warning",
             Level::Info => "info",
@@ -83,6 +86,9 @@ diff_codes! {
     BoundLoosened = "TD033", Info, "a bound was loosened or removed, or a type or union widened";
     AliasAdded = "TD034", Info, "an op alias was added (a rename with its old name kept is one)";
     Relaxed = "TD035", Info, "an op became a read, not destructive, visible, or joined a profile";
+    UpstreamAdded = "TD040", Security, "an upstream MCP server was added: a command or URL that `serve` and `import --check` would run";
+    UpstreamChanged = "TD041", Security, "an upstream's command, arguments, environment names, URL or secret headers changed";
+    UpstreamRemoved = "TD042", Info, "an upstream MCP server was removed";
 }
 
 impl fmt::Display for DiffCode {
@@ -177,6 +183,7 @@ pub fn findings(old: &Registry, new: &Registry) -> Vec<Finding> {
             ));
         }
     }
+    compare_upstreams(old, new, &mut out);
     out.sort();
     out.dedup();
     out
@@ -709,6 +716,54 @@ fn field_name(at: &str) -> String {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// `[upstreams]` changes: what toolreg would start or connect to is code, so an added or
+/// changed launch spec is a security finding whatever else the change does.
+fn compare_upstreams(old: &Registry, new: &Registry, out: &mut Vec<Finding>) {
+    use crate::trust::launch_line;
+    for (name, n) in &new.upstreams {
+        let at = format!("[upstreams.{}]", crate::diag::escape_controls(name));
+        let pointer = format!("/upstreams/{}", name.replace('~', "~0").replace('/', "~1"));
+        match old.upstreams.get(name) {
+            None => out.push(finding(
+                DiffCode::UpstreamAdded,
+                &at,
+                pointer,
+                format!(
+                    "new upstream runs `{}`; review it as code (`toolreg approve` lets it run)",
+                    launch_line(n)
+                ),
+            )),
+            Some(o) if crate::trust::launch_digest(name, o) != crate::trust::launch_digest(name, n) => {
+                out.push(finding(
+                    DiffCode::UpstreamChanged,
+                    &at,
+                    pointer,
+                    format!(
+                        "now runs `{}` (was `{}`); review it as code (`toolreg approve` lets it run)",
+                        launch_line(n),
+                        launch_line(o)
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, o) in &old.upstreams {
+        if !new.upstreams.contains_key(name) {
+            out.push(finding(
+                DiffCode::UpstreamRemoved,
+                &format!("[upstreams.{}]", crate::diag::escape_controls(name)),
+                format!("/upstreams/{}", name.replace('~', "~0").replace('/', "~1")),
+                format!("no longer runs `{}`", launch_line(o)),
+            ));
+        }
+    }
+}
+
 /// A whole diff: findings plus what it costs the prompt caches.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -719,9 +774,12 @@ pub struct Report {
     pub summary: Summary,
 }
 
-/// Counts per level.
+/// Counts per level (`security` only in JSON when there are some, so older reports keep
+/// their bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
+    #[serde(skip_serializing_if = "is_zero")]
+    pub security: usize,
     pub breaking: usize,
     pub warning: usize,
     pub info: usize,
@@ -733,6 +791,7 @@ pub fn diff(old: &Registry, new: &Registry, with_cache: bool) -> Report {
     let mut summary = Summary::default();
     for f in &findings {
         match f.level {
+            Level::Security => summary.security += 1,
             Level::Breaking => summary.breaking += 1,
             Level::Warning => summary.warning += 1,
             Level::Info => summary.info += 1,

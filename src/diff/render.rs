@@ -6,8 +6,13 @@ use super::Report;
 
 fn counts(r: &Report) -> String {
     let s = r.summary;
+    let security = if s.security > 0 {
+        format!("{} security, ", s.security)
+    } else {
+        String::new()
+    };
     format!(
-        "{} breaking, {} warning{}, {} info",
+        "{security}{} breaking, {} warning{}, {} info",
         s.breaking,
         s.warning,
         if s.warning == 1 { "" } else { "s" },
@@ -53,13 +58,16 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-/// A pull-request comment: counts, a table of findings (breaking first), the cache impact.
+/// A pull-request comment: counts, a table of findings (security, then breaking first), the
+/// cache impact.
 pub fn markdown(r: &Report) -> String {
     let mut out = format!(
         "### toolreg diff `{}` -> `{}`\n\n",
         r.old_version, r.new_version
     );
-    let icon = if r.summary.breaking > 0 {
+    let icon = if r.summary.security > 0 {
+        "**Security-relevant changes: review them first.** "
+    } else if r.summary.breaking > 0 {
         "**Breaking changes.** "
     } else {
         ""

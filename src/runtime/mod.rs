@@ -667,9 +667,18 @@ impl Gateway {
                 op,
             ));
         }
-        // 6. Validation, every field at once; unknown names under open schemas too.
+        // 6. Validation, every field at once; unknown names under open schemas too. Names a
+        // schema does not declare (and does not open on purpose) are dropped, so neither a
+        // handler nor an upstream receives a field nobody validated.
+        let unknown = validate::unknown_arguments(&record.parameters_schema, &args);
+        let dropped = validate::strip_undeclared(&record.parameters_schema, &mut args);
         let mut errors = self.validate(record, &args);
-        for u in validate::unknown_arguments(&record.parameters_schema, &args) {
+        for u in unknown {
+            let fate = if dropped.contains(&u.pointer) {
+                "the schema does not declare it, so it was dropped before the call"
+            } else {
+                "the schema lets it through, so it is passed on unchecked"
+            };
             let field = u.pointer.trim_start_matches('/').replace('/', ".");
             match (&u.closest, u.closest_missing) {
                 (Some(c), true) => {
@@ -678,7 +687,10 @@ impl Gateway {
                         u.name
                     );
                     // The missing-required error for `c` says what was probably meant.
-                    for e in errors.iter_mut().filter(|e| e.field.rsplit('.').next() == Some(c.as_str())) {
+                    for e in errors
+                        .iter_mut()
+                        .filter(|e| e.field.rsplit('.').next() == Some(c.as_str()))
+                    {
                         e.hint = Some(format!("you sent `{}`: rename it to `{c}`", u.name));
                     }
                     errors.push(FieldError {
@@ -690,11 +702,11 @@ impl Gateway {
                     });
                 }
                 (Some(c), false) => warnings.push(format!(
-                    "`{field}` is not an argument of this op; did you mean `{c}`? (the schema lets it through, the op ignores it)"
+                    "`{field}` is not an argument of this op; did you mean `{c}`? ({fate})"
                 )),
-                (None, _) => warnings.push(format!(
-                    "`{field}` is not an argument of this op (the schema lets it through, the op ignores it)"
-                )),
+                (None, _) => {
+                    warnings.push(format!("`{field}` is not an argument of this op ({fate})"))
+                }
             }
         }
         if !errors.is_empty() {

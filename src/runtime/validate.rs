@@ -125,6 +125,58 @@ pub fn unknown_arguments(schema: &Value, args: &Value) -> Vec<UnknownArgument> {
     out
 }
 
+/// Removes, at every object level the schema describes with `properties`, the arguments it
+/// does not declare when it does not open the object on purpose (no `additionalProperties`
+/// and no `patternProperties`): what a handler or an upstream would otherwise receive
+/// unchecked. Returns the pointers removed, in the form [`unknown_arguments`] reports them.
+pub fn strip_undeclared(schema: &Value, args: &mut Value) -> std::collections::BTreeSet<String> {
+    let projected = crate::schema::provider_projection(schema);
+    let mut out = std::collections::BTreeSet::new();
+    strip_walk(
+        projected.as_ref().unwrap_or(schema),
+        args,
+        String::new(),
+        0,
+        &mut out,
+    );
+    out
+}
+
+fn strip_walk(
+    schema: &Value,
+    args: &mut Value,
+    at: String,
+    depth: usize,
+    out: &mut std::collections::BTreeSet<String>,
+) {
+    const MAX_DEPTH: usize = 32;
+    let (Some(obj), Some(props)) = (
+        args.as_object_mut(),
+        schema.get("properties").and_then(Value::as_object),
+    ) else {
+        return;
+    };
+    if depth > MAX_DEPTH {
+        return;
+    }
+    let open_on_purpose =
+        schema.get("additionalProperties").is_some() || schema.get("patternProperties").is_some();
+    if !open_on_purpose {
+        obj.retain(|key, _| {
+            let keep = props.contains_key(key);
+            if !keep {
+                out.insert(child_pointer(&at, key));
+            }
+            keep
+        });
+    }
+    for (key, value) in obj.iter_mut() {
+        if let Some(sub) = props.get(key) {
+            strip_walk(sub, value, child_pointer(&at, key), depth + 1, out);
+        }
+    }
+}
+
 /// At most this many field errors are reported for one call (a closed schema sent 200,000
 /// unknown keys answers with 20), and no message or pointer quotes more than a bounded prefix
 /// of what the caller sent.
@@ -155,6 +207,11 @@ fn shown(name: &str) -> String {
     }
 }
 
+/// The pointer of argument `key` below `at`, its name cut as messages show it.
+fn child_pointer(at: &str, key: &str) -> String {
+    format!("{at}/{}", shown(key).replace('~', "~0").replace('/', "~1"))
+}
+
 fn walk_unknown(
     schema: &Value,
     args: &Value,
@@ -179,7 +236,7 @@ fn walk_unknown(
         if out.len() >= MAX_UNKNOWN_REPORTED {
             return;
         }
-        let pointer = format!("{at}/{}", shown(key).replace('~', "~0").replace('/', "~1"));
+        let pointer = child_pointer(&at, key);
         match props.get(key) {
             Some(sub) => walk_unknown(sub, value, pointer, depth + 1, out),
             None if closed => {}

@@ -79,6 +79,10 @@ pub enum ServeError {
     Store { spec: String, message: String },
     #[error("semantic search: {0}")]
     Semantic(String),
+    #[error(transparent)]
+    Approval(#[from] crate::trust::ApprovalError),
+    #[error("{}", crate::upstream::import::unapproved_message(.0))]
+    Unapproved(Vec<(String, String)>),
 }
 
 /// How [`Server::load_with`] sets the server up.
@@ -89,6 +93,9 @@ pub struct ServeOptions {
     /// Hybrid search, used when the folder holds `vectors.json` (feature `semantic`).
     #[cfg(feature = "semantic")]
     pub hybrid: crate::runtime::hybrid::HybridChoice,
+    /// Which upstream launch specs may run; this machine's approvals file when unset. A
+    /// registry naming any other upstream is refused before anything starts.
+    pub approvals: Option<crate::trust::Approvals>,
 }
 
 /// The idempotency store `--idempotency` names: `memory` (the runtime's default, this process
@@ -184,6 +191,20 @@ impl Server {
             }
             _ => Scope::all(),
         };
+        if !reg.upstreams.is_empty() {
+            let approvals = match options.approvals {
+                Some(a) => a,
+                None => crate::trust::Approvals::load_default()?,
+            };
+            let refused: Vec<(String, String)> = approvals
+                .unapproved(&reg.upstreams)
+                .into_iter()
+                .map(|(n, s)| (n.clone(), crate::trust::launch_line(s)))
+                .collect();
+            if !refused.is_empty() {
+                return Err(ServeError::Unapproved(refused));
+            }
+        }
         let tools = read_surface(&surface_file(dir, surface)?)?;
         let version = reg.registry_version.clone();
         let pool = Arc::new(Pool::new(reg.upstreams.clone()));
@@ -271,9 +292,13 @@ impl Server {
         let call = if name == reg.gateway.exec {
             ExecCall::from_value(&args)
         } else {
-            // A typed tool of the direct or a profile surface: the tool name is the op.
+            // A typed tool of the direct or a profile surface: it is listed under the op's
+            // provider name, a first-class name here (no "call ops by their op name" warning).
+            let op = reg
+                .op_by_tool_name(name)
+                .map_or_else(|| name.to_string(), |r| r.op.clone());
             ExecCall {
-                op: name.to_string(),
+                op,
                 args: Some(args),
                 ..Default::default()
             }

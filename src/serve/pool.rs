@@ -147,11 +147,33 @@ fn unavailable(name: &str, why: String) -> HandlerError {
     .with_details(json!({"upstream": name}))
 }
 
+/// Numbers the upstream failures this process logged, so an envelope can point at its log line.
+static INCIDENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The envelope of an upstream failure. The server's stderr never goes into it (it may hold
+/// secrets); it is logged on this process's stderr, bounded, under an incident number the
+/// envelope names.
 fn from_upstream(name: &str, e: UpstreamError) -> HandlerError {
     let code = if e.is_timeout() {
         UPSTREAM_TIMEOUT
     } else {
         UPSTREAM_UNAVAILABLE
     };
-    HandlerError::new(code, e.to_string()).with_details(json!({"upstream": name}))
+    let mut message = e.public_message();
+    let mut details = json!({"upstream": name});
+    if !e.stderr().is_empty() {
+        let n = INCIDENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let incident = format!("upstream-{}-{n}", std::process::id());
+        // The tail is bounded where it is kept (2 KiB) and escaped here.
+        eprintln!(
+            "toolreg serve: {incident}: {}; its stderr ended with:\n{}",
+            e.public_message(),
+            crate::diag::escape_controls(e.stderr())
+        );
+        message.push_str(&format!(
+            " (its stderr is in the toolreg serve log under `{incident}`)"
+        ));
+        details["incident"] = json!(incident);
+    }
+    HandlerError::new(code, message).with_details(details)
 }

@@ -21,6 +21,28 @@ pub enum ImportError {
         "{path}: no upstreams are recorded; add one with `toolreg import mcp NAME -- CMD ARGS...`"
     )]
     NoUpstreams { path: String },
+    #[error("the URL `{shown}` carries a credential ({what}); it would be written into toolreg.toml and registry.json, which are committed")]
+    SecretInUrl { shown: String, what: String },
+    #[error(transparent)]
+    Approval(#[from] crate::trust::ApprovalError),
+    #[error("{}", unapproved_message(.0))]
+    Unapproved(Vec<(String, String)>),
+}
+
+/// The refusal to run upstreams nobody on this machine approved: each with what it runs.
+pub fn unapproved_message(list: &[(String, String)]) -> String {
+    let mut m = format!(
+        "{} upstream{} not approved to run on this machine, so nothing was started:",
+        list.len(),
+        if list.len() == 1 { " is" } else { "s are" }
+    );
+    for (name, runs) in list {
+        m.push_str(&format!(
+            "\n  [upstreams.{}] runs `{runs}`",
+            crate::diag::escape_controls(name)
+        ));
+    }
+    m
 }
 
 /// What an import wrote.
@@ -30,6 +52,8 @@ pub struct Imported {
     pub tools: usize,
     pub server: String,
     pub overlay: PathBuf,
+    /// The approvals file the typed command was recorded in (see [`crate::trust::approvals`]).
+    pub approvals: PathBuf,
 }
 
 fn file_error(path: &Path, message: impl std::fmt::Display) -> ImportError {
@@ -64,6 +88,17 @@ pub async fn import(name: &str, defs: &Path, spec: &Upstream) -> Result<Imported
     if !crate::compiler::enrich::provider_valid(name) {
         return Err(ImportError::BadName(crate::diag::escape_controls(name)));
     }
+    if let Some(url) = &spec.url {
+        let found = crate::trust::url_credentials(url);
+        if !found.is_empty() {
+            return Err(ImportError::SecretInUrl {
+                shown: crate::trust::redact_url(url),
+                what: found.join(", "),
+            });
+        }
+    }
+    // Where the approval goes is settled before anything runs: no store, no import.
+    let approvals = crate::trust::Approvals::default_path()?;
     let session = Session::start(name, spec).await?;
     let listed = session.list_tools().await;
     let server = session.server.clone();
@@ -74,11 +109,18 @@ pub async fn import(name: &str, defs: &Path, spec: &Upstream) -> Result<Imported
     write_atomically(&file, &snapshot_text(name, &server, &tools))?;
     let overlay = defs.join(OVERLAY_FILE);
     record_upstream(&overlay, name, spec)?;
+    // The person who typed the command approved it; record it as the compiler will read it
+    // back (the registry's form), so `serve` and `import --check` run it on this machine.
+    let recorded = recorded_upstreams(defs)?;
+    if let Some(up) = recorded.get(name) {
+        crate::trust::Approvals::approve(&approvals, &[(name, up)])?;
+    }
     Ok(Imported {
         file,
         tools: tools.len(),
         server,
         overlay,
+        approvals,
     })
 }
 
@@ -140,6 +182,16 @@ pub fn record_upstream(overlay: &Path, name: &str, spec: &Upstream) -> Result<()
     if !spec.env.is_empty() {
         entry.insert("env", strings(&spec.env));
     }
+    if let Some(b) = &spec.bearer_env {
+        entry.insert("bearer_env", value(b.as_str()));
+    }
+    if !spec.header_env.is_empty() {
+        let mut t = toml_edit::InlineTable::new();
+        for (h, v) in &spec.header_env {
+            t.insert(h, v.as_str().into());
+        }
+        entry.insert("header_env", value(t));
+    }
     if let Some(t) = spec.timeout_ms.map(|t| t as i64).or(old_timeout) {
         entry.insert("timeout_ms", value(t));
     }
@@ -166,6 +218,9 @@ pub fn recorded_upstreams(defs: &Path) -> Result<BTreeMap<String, Upstream>, Imp
         .into_iter()
         .map(|(name, mut u)| {
             u.file = format!("{name}.mcp.json");
+            // The registry's form, so approval digests match what `serve` will check.
+            u.env.sort();
+            u.env.dedup();
             (name, u)
         })
         .collect())
@@ -240,9 +295,20 @@ pub fn committed_tools(defs: &Path, upstream: &Upstream) -> Result<Vec<Value>, I
 }
 
 /// Re-lists every recorded upstream and compares it with its snapshot.
+/// Runs only upstreams this machine approved: when any is not, nothing starts at all.
 pub async fn check(defs: &Path) -> Result<Vec<Drift>, ImportError> {
+    let recorded = recorded_upstreams(defs)?;
+    let approvals = crate::trust::Approvals::load_default()?;
+    let refused: Vec<(String, String)> = approvals
+        .unapproved(&recorded)
+        .into_iter()
+        .map(|(n, s)| (n.clone(), crate::trust::launch_line(s)))
+        .collect();
+    if !refused.is_empty() {
+        return Err(ImportError::Unapproved(refused));
+    }
     let mut out = Vec::new();
-    for (name, spec) in recorded_upstreams(defs)? {
+    for (name, spec) in recorded {
         let committed = committed_tools(defs, &spec)?;
         let session = Session::start(&name, &spec).await?;
         let live = session.list_tools().await;

@@ -58,6 +58,34 @@ impl UpstreamError {
     pub fn is_timeout(&self) -> bool {
         matches!(self, UpstreamError::Timeout { .. })
     }
+
+    /// The server's stderr tail, if this error kept one.
+    pub fn stderr(&self) -> &str {
+        match self {
+            UpstreamError::Timeout { stderr, .. } | UpstreamError::Failed { stderr, .. } => {
+                stderr.trim()
+            }
+            _ => "",
+        }
+    }
+
+    /// The message without the server's stderr: what may travel to a client. A server's
+    /// stderr holds whatever it printed (tokens, connection strings), so only the operator's
+    /// own log gets it.
+    pub fn public_message(&self) -> String {
+        match self {
+            UpstreamError::Timeout {
+                name, what, limit, ..
+            } => format!(
+                "upstream `{name}` did not answer {what} within {} ms",
+                limit.as_millis()
+            ),
+            UpstreamError::Failed {
+                name, what, reason, ..
+            } => format!("upstream `{name}` failed during {what}: {reason}"),
+            other => other.to_string(),
+        }
+    }
 }
 
 fn stderr_note(stderr: &str) -> String {
@@ -91,7 +119,12 @@ impl Session {
     /// Starts the upstream (a stdio `command`, or connects to a streamable HTTP `url`) and
     /// completes the MCP handshake within `START_TIMEOUT`.
     pub async fn start(name: &str, spec: &Upstream) -> Result<Session, UpstreamError> {
-        for var in &spec.env {
+        for var in spec
+            .env
+            .iter()
+            .chain(&spec.bearer_env)
+            .chain(spec.header_env.values())
+        {
             if std::env::var_os(var).is_none() {
                 return Err(UpstreamError::MissingEnv {
                     name: name.into(),
@@ -109,21 +142,46 @@ impl Session {
     /// Connects to a streamable HTTP server. Its tools come back through the SDK's types (no
     /// wire tap over HTTP), so fields the SDK does not model are not kept in a snapshot.
     async fn start_http(name: &str, url: &str, spec: &Upstream) -> Result<Session, UpstreamError> {
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         use rmcp::transport::StreamableHttpClientTransport;
-        let transport = StreamableHttpClientTransport::from_uri(url.to_string());
+        // Every message names the URL redacted: it may carry what a hand-edited registry put
+        // there, and errors of the HTTP client quote it whole.
+        let shown = crate::trust::redact_url(url);
         let failed = |reason: String| UpstreamError::Failed {
             name: name.into(),
-            what: format!("initialize ({url})"),
-            reason,
+            what: format!("initialize ({shown})"),
+            reason: crate::trust::redact_urls_in(&reason),
             stderr: String::new(),
         };
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+        if let Some(var) = &spec.bearer_env {
+            config = config.auth_header(std::env::var(var).unwrap_or_default());
+        }
+        let mut headers = std::collections::HashMap::new();
+        for (header, var) in &spec.header_env {
+            let value = std::env::var(var).unwrap_or_default();
+            let (Ok(h), Ok(mut v)) = (
+                axum::http::HeaderName::try_from(header.as_str()),
+                axum::http::HeaderValue::try_from(value),
+            ) else {
+                return Err(failed(format!(
+                    "the header `{header}` or the value of `{var}` is not valid in HTTP"
+                )));
+            };
+            v.set_sensitive(true);
+            headers.insert(h, v);
+        }
+        if !headers.is_empty() {
+            config = config.custom_headers(headers);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
         let service = match tokio::time::timeout(START_TIMEOUT, ().serve(transport)).await {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => return Err(failed(e.to_string())),
             Err(_) => {
                 return Err(UpstreamError::Timeout {
                     name: name.into(),
-                    what: format!("initialize ({url})"),
+                    what: format!("initialize ({shown})"),
                     limit: START_TIMEOUT,
                     stderr: String::new(),
                 })
@@ -268,7 +326,7 @@ impl Session {
         UpstreamError::Failed {
             name: self.name.clone(),
             what: what.into(),
-            reason: e.to_string(),
+            reason: crate::trust::redact_urls_in(&e.to_string()),
             stderr: self.stderr_tail(),
         }
     }

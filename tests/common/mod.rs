@@ -22,11 +22,18 @@ pub fn shared() -> PathBuf {
     p
 }
 
+/// An approvals file that holds nothing, so what `lint` says of upstreams (TR082) does not
+/// depend on what the machine's user approved.
+pub fn no_approvals() -> PathBuf {
+    std::env::temp_dir().join("toolreg-tests-no-approvals/approved-upstreams.toml")
+}
+
 /// Runs the toolreg binary in `cwd`.
 pub fn toolreg(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolreg"))
         .args(args)
         .current_dir(cwd)
+        .env("TOOLREG_APPROVALS", no_approvals())
         .output()
         .expect("toolreg runs")
 }

@@ -53,6 +53,8 @@ def tool(tools, name):
 def props(tools, name):
     return tool(tools, name)["inputSchema"]["properties"]
 
+UPSTREAM = '\n[upstreams.tasks]\ncommand = "npx"\nargs = ["-y", "@example/tasks-mcp@1.0.0"]\n'
+
 # case -> (edit of the tools list, edit of the overlay text)
 CASES = {
     "TD001_op_removed": (lambda t: t.remove(tool(t, "delete_task")), None),
@@ -82,6 +84,15 @@ CASES = {
     "TD033_bound_loosened": (lambda t: props(t, "update_task")["title"].pop("maxLength"), None),
     "TD034_alias_added": (None, lambda o: o + '\n[ops."todo.task.list"]\naliases = ["todo.tasks.list"]\n'),
     "TD035_relaxed": (lambda t: tool(t, "delete_task")["annotations"].update(destructiveHint=False), None),
+    "TD040_upstream_added": (None, lambda o: o + UPSTREAM),
+    "TD041_upstream_changed": (None, lambda o: o + UPSTREAM.replace('"@example/tasks-mcp@1.0.0"', '"@example/tasks-mcp@1.0.1", "--allow-write"')),
+    "TD042_upstream_removed": (None, None),
+}
+
+# case -> overlay of its old side, when it is not the base (the new side is the base plus the edit)
+OLD_OVERLAY = {
+    "TD041_upstream_changed": BASE_OVERLAY + UPSTREAM,
+    "TD042_upstream_removed": BASE_OVERLAY + UPSTREAM,
 }
 
 def write(dir, tools, overlay, files=None, minified=False):
@@ -103,7 +114,7 @@ def main():
             edit_tools(tools)
         if edit_overlay:
             overlay = edit_overlay(overlay)
-        write(os.path.join(HERE, case, "old"), BASE_TOOLS, BASE_OVERLAY)
+        write(os.path.join(HERE, case, "old"), BASE_TOOLS, OLD_OVERLAY.get(case, BASE_OVERLAY))
         write(os.path.join(HERE, case, "new"), tools, overlay)
     # Pairs that must give no finding at all.
     write(os.path.join(HERE, "none_reordered", "old"), BASE_TOOLS, BASE_OVERLAY)

@@ -5,7 +5,7 @@
 //
 // Writes its pid to STATE_PREFIX.pid (so a test can kill the "upstream" mid-session), appends
 // one line per `tools/call` it forwards to STATE_PREFIX.calls (so a test can prove a call never
-// reached the server), and, when the environment names SLOW_TOOL, holds calls of that tool for
+// reached the server) and its arguments as JSON to STATE_PREFIX.args, and, when the environment names SLOW_TOOL, holds calls of that tool for
 // SLOW_MS (default 5000) before forwarding them (to provoke a timeout). Everything else passes
 // through unchanged in both directions.
 import { spawn } from "node:child_process";
@@ -27,6 +27,7 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   try { msg = JSON.parse(line); } catch { msg = null; }
   if (msg && msg.method === "tools/call") {
     appendFileSync(`${prefix}.calls`, `${msg.params?.name}\n`);
+    appendFileSync(`${prefix}.args`, `${JSON.stringify(msg.params?.arguments ?? {})}\n`);
     if (slowTool && msg.params?.name === slowTool) {
       setTimeout(() => child.stdin.write(line + "\n"), slowMs);
       return;

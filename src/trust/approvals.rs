@@ -1,0 +1,359 @@
+//! The upstream launch specs this machine may run, kept outside every definitions folder.
+//!
+//! An approval is the digest of one upstream's launch spec: its name, `command`, `args`, `env`
+//! names, `url` and the names of the variables its secret headers come from. Anything that
+//! changes what would run changes the digest, so a pull request that edits `[upstreams]` (or a
+//! `registry.json` built from it) is not approved until a person approves it again. The store is
+//! a TOML file: `$TOOLREG_APPROVALS` when set, else `$XDG_STATE_HOME/toolreg/approved-upstreams.toml`,
+//! else `~/.local/state/toolreg/approved-upstreams.toml`. `toolreg import mcp NAME -- CMD` records
+//! the command its user typed; `toolreg approve` records what a reviewer has read.
+
+use crate::registry::Upstream;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The environment variable naming the approvals file (CI jobs and containers set it).
+pub const APPROVALS_ENV: &str = "TOOLREG_APPROVALS";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    #[error("no approvals file: set {APPROVALS_ENV} to a file path (HOME is not set either)")]
+    NoPlace,
+    #[error("approvals file `{path}`: {message}")]
+    File { path: String, message: String },
+}
+
+fn file_error(path: &Path, message: impl std::fmt::Display) -> ApprovalError {
+    ApprovalError::File {
+        path: path.display().to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// The digest of what an upstream would run: `b3:` and 64 hex digits. `timeout_ms` and the
+/// snapshot file name are left out: they change no code that runs.
+pub fn launch_digest(name: &str, spec: &Upstream) -> String {
+    let canonical = serde_json::json!({
+        "name": name,
+        "command": spec.command,
+        "args": spec.args,
+        "env": spec.env,
+        "url": spec.url,
+        "bearer_env": spec.bearer_env,
+        "header_env": spec.header_env,
+    });
+    format!(
+        "b3:{}",
+        blake3::hash(canonical.to_string().as_bytes()).to_hex()
+    )
+}
+
+/// What an upstream runs, for people: the command line with each argument quoted as a POSIX
+/// shell would need, or the URL (redacted) and the variables its secrets come from.
+pub fn launch_line(spec: &Upstream) -> String {
+    let mut line = match (&spec.command, &spec.url) {
+        (Some(c), _) => std::iter::once(c)
+            .chain(&spec.args)
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, Some(u)) => super::redact_url(u),
+        (None, None) => "(nothing)".into(),
+    };
+    let mut vars: Vec<String> = spec.env.clone();
+    vars.extend(
+        spec.bearer_env
+            .iter()
+            .map(|v| format!("{v} (bearer token)")),
+    );
+    vars.extend(
+        spec.header_env
+            .iter()
+            .map(|(h, v)| format!("{v} (header {h})")),
+    );
+    if !vars.is_empty() {
+        line.push_str(&format!(" [environment: {}]", vars.join(", ")));
+    }
+    crate::diag::escape_controls(&line)
+}
+
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// One approved launch spec.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Approval {
+    pub upstream: String,
+    pub digest: String,
+    /// What it runs, as [`launch_line`] showed it when it was approved (for the reader only).
+    pub runs: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct StoreFile {
+    #[serde(default)]
+    approved: Vec<Approval>,
+}
+
+/// The approvals of one store file.
+#[derive(Debug, Clone, Default)]
+pub struct Approvals {
+    path: Option<PathBuf>,
+    entries: Vec<Approval>,
+    /// Every launch spec counts as approved (a program that vouches for its registry itself).
+    all: bool,
+}
+
+impl Approvals {
+    /// Where this machine keeps its approvals.
+    pub fn default_path() -> Result<PathBuf, ApprovalError> {
+        if let Some(p) = std::env::var_os(APPROVALS_ENV).filter(|p| !p.is_empty()) {
+            return Ok(PathBuf::from(p));
+        }
+        let state = std::env::var_os("XDG_STATE_HOME")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|p| !p.is_empty())
+                    .map(|h| PathBuf::from(h).join(".local/state"))
+            })
+            .ok_or(ApprovalError::NoPlace)?;
+        Ok(state.join("toolreg/approved-upstreams.toml"))
+    }
+
+    /// This machine's approvals ([`Approvals::default_path`]); none when the file is missing.
+    pub fn load_default() -> Result<Approvals, ApprovalError> {
+        Self::load(&Self::default_path()?)
+    }
+
+    /// The approvals in `path`; none when the file does not exist.
+    pub fn load(path: &Path) -> Result<Approvals, ApprovalError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(file_error(path, e)),
+        };
+        let file: StoreFile = toml::from_str(&text).map_err(|e| {
+            file_error(
+                path,
+                format!("is not an approvals file ({e}); fix or delete it, then approve again"),
+            )
+        })?;
+        Ok(Approvals {
+            path: Some(path.to_path_buf()),
+            entries: file.approved,
+            all: false,
+        })
+    }
+
+    /// Approvals that let every upstream run: for a program that embeds the server and has
+    /// checked its registry by other means. The command line never uses it.
+    pub fn allow_all() -> Approvals {
+        Approvals {
+            all: true,
+            ..Approvals::default()
+        }
+    }
+
+    /// The file these approvals were read from.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub fn entries(&self) -> &[Approval] {
+        &self.entries
+    }
+
+    pub fn is_approved(&self, name: &str, spec: &Upstream) -> bool {
+        self.all || {
+            let d = launch_digest(name, spec);
+            self.entries
+                .iter()
+                .any(|a| a.digest == d && a.upstream == name)
+        }
+    }
+
+    /// The upstreams of `specs` that are not approved, in order.
+    pub fn unapproved<'a>(
+        &self,
+        specs: impl IntoIterator<Item = (&'a String, &'a Upstream)>,
+    ) -> Vec<(&'a String, &'a Upstream)> {
+        specs
+            .into_iter()
+            .filter(|(n, s)| !self.is_approved(n, s))
+            .collect()
+    }
+
+    /// Records approvals for `specs` in the file at `path` (created with its folder when
+    /// missing), under a lock so concurrent imports keep each other's entries. Returns how many
+    /// were new.
+    pub fn approve(path: &Path, specs: &[(&str, &Upstream)]) -> Result<usize, ApprovalError> {
+        Self::update(path, |entries| {
+            let mut added = 0;
+            for (name, spec) in specs {
+                let digest = launch_digest(name, spec);
+                if !entries
+                    .iter()
+                    .any(|a| a.digest == digest && a.upstream == *name)
+                {
+                    entries.push(Approval {
+                        upstream: name.to_string(),
+                        digest,
+                        runs: launch_line(spec),
+                    });
+                    added += 1;
+                }
+            }
+            added
+        })
+    }
+
+    /// Removes every approval of the upstreams named. Returns how many were removed.
+    pub fn revoke(path: &Path, names: &[&str]) -> Result<usize, ApprovalError> {
+        Self::update(path, |entries| {
+            let before = entries.len();
+            entries.retain(|a| !names.contains(&a.upstream.as_str()));
+            before - entries.len()
+        })
+    }
+
+    fn update(
+        path: &Path,
+        change: impl FnOnce(&mut Vec<Approval>) -> usize,
+    ) -> Result<usize, ApprovalError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| file_error(dir, e))?;
+        }
+        let mut lock_name = path.as_os_str().to_owned();
+        lock_name.push(".lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_name)
+            .map_err(|e| file_error(path, format!("cannot open its lock: {e}")))?;
+        lock.lock()
+            .map_err(|e| file_error(path, format!("cannot lock it: {e}")))?;
+        let mut entries = Self::load(path)?.entries;
+        let changed = change(&mut entries);
+        entries.sort();
+        entries.dedup();
+        let body =
+            toml::to_string(&StoreFile { approved: entries }).map_err(|e| file_error(path, e))?;
+        let text = format!(
+            "# Upstream MCP servers approved to run on this machine (toolreg approve).\n\
+             # Each digest covers the command, its arguments, environment names and URL;\n\
+             # any change to those needs a new approval. `runs` is for reading only.\n\n{body}"
+        );
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        std::fs::write(&tmp, text).map_err(|e| file_error(&tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| file_error(path, e))?;
+        Ok(changed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(cmd: &str, args: &[&str]) -> Upstream {
+        Upstream {
+            command: Some(cmd.into()),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn any_change_to_what_runs_needs_a_new_approval() {
+        let base = stdio(
+            "npx",
+            &["-y", "@modelcontextprotocol/server-memory@2026.8.31"],
+        );
+        let d = launch_digest("mem", &base);
+        assert!(d.starts_with("b3:") && d.len() == 67);
+        let mut timeout = base.clone();
+        timeout.timeout_ms = Some(5000);
+        timeout.file = "other.mcp.json".into();
+        assert_eq!(
+            d,
+            launch_digest("mem", &timeout),
+            "a time limit runs no code"
+        );
+        let mut changes = vec![stdio("sh", &["-c", "id > /tmp/PWNED"])];
+        changes.push(stdio(
+            "npx",
+            &["-y", "@modelcontextprotocol/server-memory@2026.9.1"],
+        ));
+        let mut env = base.clone();
+        env.env = vec!["AWS_SECRET_ACCESS_KEY".into()];
+        changes.push(env);
+        for c in &changes {
+            assert_ne!(d, launch_digest("mem", c), "{c:?}");
+        }
+        assert_ne!(d, launch_digest("other", &base));
+    }
+
+    #[test]
+    fn the_store_approves_revokes_and_survives_concurrent_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/approved.toml");
+        let a = stdio("node", &["server.js", "it's"]);
+        let b = stdio("sh", &["-c", "id > /tmp/PWNED"]);
+        assert!(!Approvals::load(&path).unwrap().is_approved("a", &a));
+        std::thread::scope(|s| {
+            for i in 0..8 {
+                let (path, a) = (&path, &a);
+                s.spawn(move || {
+                    let name = format!("a{i}");
+                    Approvals::approve(path, &[(name.as_str(), a)]).unwrap();
+                });
+            }
+        });
+        let store = Approvals::load(&path).unwrap();
+        assert_eq!(store.entries().len(), 8, "no writer lost another's entry");
+        assert!(store.is_approved("a3", &a));
+        assert!(!store.is_approved("a3", &b));
+        assert_eq!(Approvals::approve(&path, &[("a3", &a)]).unwrap(), 0);
+        let reloaded = Approvals::load(&path).unwrap();
+        assert_eq!(
+            reloaded.entries()[3].runs,
+            r"node server.js 'it'\''s'",
+            "what it runs, quoted for a shell"
+        );
+        assert_eq!(Approvals::revoke(&path, &["a3"]).unwrap(), 1);
+        assert!(!Approvals::load(&path).unwrap().is_approved("a3", &a));
+        std::fs::write(&path, "approved = 3").unwrap();
+        let err = Approvals::load(&path).unwrap_err().to_string();
+        assert!(err.contains("is not an approvals file"), "{err}");
+    }
+
+    #[test]
+    fn launch_lines_quote_and_redact() {
+        let u = Upstream {
+            url: Some("https://u:pw@h.example/mcp?token=abc".into()),
+            bearer_env: Some("GW_TOKEN".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            launch_line(&u),
+            "https://REDACTED@h.example/mcp?token=REDACTED [environment: GW_TOKEN (bearer token)]"
+        );
+        assert_eq!(
+            launch_line(&stdio("sh", &["-c", "echo \u{1b}[2J"])),
+            "sh -c 'echo \\u{1b}[2J'"
+        );
+    }
+}
