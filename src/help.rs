@@ -76,6 +76,11 @@ impl HelpDoc {
     /// The page for a request. Paths are matched exactly, then as a tool name (the answer says
     /// which path it served); anything else gets an `UNKNOWN_PATH` answer with the closest paths.
     pub fn lookup(&self, reg: &Registry, req: &HelpRequest) -> Arc<Value> {
+        if over_long(&req.path) {
+            // Longer than any page name: unknown, echoed cut short, without a closest search.
+            let cut = crate::text::clip_chars(req.path.trim(), 64);
+            return Arc::new(self.unknown_page(reg, &format!("{cut}…"), Vec::new()));
+        }
         let asked = req.path.trim();
         let (path, resolved_from) = if asked.is_empty() {
             (ROOT.to_string(), None)
@@ -156,13 +161,16 @@ impl HelpDoc {
     }
 
     fn unknown(&self, reg: &Registry, asked: &str) -> Value {
+        self.unknown_page(reg, asked, self.closest(asked, 5))
+    }
+
+    fn unknown_page(&self, reg: &Registry, asked: &str, closest: Vec<String>) -> Value {
         let help = &reg.gateway.help;
         let groups = self
             .pages
             .get(ROOT)
             .and_then(|p| p.short.get("groups").cloned())
             .unwrap_or(Value::Array(Vec::new()));
-        let closest = self.closest(asked, 5);
         let next = match closest.first() {
             Some(c) => format!("Call {help} with {{\"path\": \"{c}\"}}, or with {{\"path\": \"root\"}} to see every group."),
             None => format!("Call {help} with {{\"path\": \"root\"}} to see every group."),
@@ -179,4 +187,14 @@ impl HelpDoc {
             "registry_version": self.registry_version,
         })
     }
+}
+
+/// Whether a help path is longer than any page name can be
+/// ([`crate::text::MAX_NAME_INPUT_CHARS`]).
+pub fn over_long(path: &str) -> bool {
+    path.len() > crate::text::MAX_NAME_INPUT_CHARS
+        && path
+            .chars()
+            .nth(crate::text::MAX_NAME_INPUT_CHARS)
+            .is_some()
 }

@@ -38,6 +38,19 @@ pub fn truncate_words(s: &str, max: usize) -> String {
     format!("{}…", cut.trim_end_matches([',', ';', ':', ' ', '.']))
 }
 
+/// The longest prefix of `s` with at most `max` characters (the whole text when it is shorter).
+/// Input from a caller is cut with this before any work that grows with its length.
+pub fn clip_chars(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Longest op name, help path or tool name the runtime reads from a caller; longer input is
+/// answered as unknown at once (a 150 KB `op` used to drive did-you-mean ranking into gigabytes).
+pub const MAX_NAME_INPUT_CHARS: usize = 512;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -776,3 +776,52 @@ fn hostile_calls_answer_bounded_envelopes() {
     assert_eq!(err(&env).code, codes::MALFORMED_ARGS);
     small(&env);
 }
+
+/// One hostile request must not take the server down (issue 21): a 100 KB one-word search, a
+/// 100 KB op, a 4 MB help path. Each answers at once with a small answer; the caps live in the
+/// runtime, so the CLI, stdio, HTTP and library callers all get them. (Figures for the same
+/// requests are in the runtime bench; the time bound here is loose on purpose.)
+#[test]
+fn hostile_sizes_are_answered_small_and_fast() {
+    let gw = gateway();
+    let word: String = "abcdefghij".repeat(10_000);
+    let started = std::time::Instant::now();
+    let found = gw.search(&SearchRequest::query(word.clone()));
+    let answer = serde_json::to_string(&found).unwrap();
+    assert!(
+        answer.len() < 20_000,
+        "search answered {} bytes",
+        answer.len()
+    );
+    assert_eq!(
+        found.query.chars().count(),
+        toolreg::runtime::search::MAX_QUERY_CHARS
+    );
+    let words = "schedule meeting tomorrow ".repeat(4_000);
+    let found = gw.search(&SearchRequest::query(words));
+    assert!(
+        !found.results.is_empty(),
+        "the first 1,000 characters still search"
+    );
+
+    let env = exec(&gw, json!({"op": word, "args": {}}));
+    assert_eq!(err(&env).code, codes::NOT_FOUND);
+    assert!(env.to_json().to_string().len() < 20_000);
+
+    let path = "onto.".repeat(800_000);
+    let page = gw.help(&HelpRequest {
+        path,
+        ..Default::default()
+    });
+    let text = page.to_string();
+    assert!(
+        text.contains("UNKNOWN_PATH") && text.len() < 20_000,
+        "{}",
+        text.len()
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -486,7 +486,7 @@ impl Gateway {
     /// (`onto.tasks.list`, `task.list`) resolve; the answer says which path it served.
     pub fn help(&self, req: &HelpRequest) -> Arc<Value> {
         let page = self.help.lookup(&self.registry, req);
-        if page.get("error").is_none() {
+        if page.get("error").is_none() || crate::help::over_long(&req.path) {
             return page;
         }
         match resolve_forgiving(&self.registry, &req.path) {
@@ -512,7 +512,7 @@ impl Gateway {
     }
 
     pub fn search_in(&self, req: &SearchRequest, scope: &Scope) -> SearchResponse {
-        let semantic = self.semantic(&req.query);
+        let semantic = self.semantic(crate::text::clip_chars(&req.query, search::MAX_QUERY_CHARS));
         self.index.search_fused(
             &self.registry,
             req,
@@ -578,8 +578,19 @@ impl Gateway {
         warnings: &mut Vec<String>,
     ) -> Result<(String, Value), Failure> {
         let reg = &self.registry;
-        // 1. Resolve.
-        let Some((op, how)) = resolve_exec(reg, &call.op) else {
+        // 1. Resolve (a name longer than any op is unknown without further work).
+        let too_long = call.op.len() > crate::text::MAX_NAME_INPUT_CHARS
+            && call
+                .op
+                .chars()
+                .nth(crate::text::MAX_NAME_INPUT_CHARS)
+                .is_some();
+        let resolved = if too_long {
+            None
+        } else {
+            resolve_exec(reg, &call.op)
+        };
+        let Some((op, how)) = resolved else {
             return Err(self.not_found(&call.op, scope));
         };
         if let Some(w) = how.warning(&call.op, op) {
@@ -875,6 +886,8 @@ impl Gateway {
     /// NOT_FOUND with did-you-mean candidates (in scope) and the nearest directory's help path.
     fn not_found(&self, input: &str, scope: &Scope) -> Failure {
         let reg = &self.registry;
+        // Suggestions and the echo work on a bounded prefix of what the caller sent.
+        let input = crate::text::clip_chars(input, crate::text::MAX_NAME_INPUT_CHARS);
         let in_scope = |r: &OpRecord| scope.contains(r) && !r.hidden;
         let mut candidates: Vec<String> = Vec::new();
         if let Some((op, _)) =

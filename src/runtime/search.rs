@@ -88,6 +88,14 @@ pub fn tokenize(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The longest query search reads; the rest is ignored (and the answer's `query` is cut to it),
+/// so the work of one search is bounded whatever a caller sends.
+pub const MAX_QUERY_CHARS: usize = 1_000;
+
+/// Words longer than this (no catalog word is) are matched as they are: never corrected for
+/// typos or split as compounds, whose work grows with the square of a word's length.
+const MAX_WORD_CHARS: usize = 48;
+
 /// Typed words shorter than this are not corrected: they have too many neighbours (at 4 the
 /// clean MetaTool dev set lost recall@1; 5 keeps it and recovers most misspellings).
 const MIN_TYPO_LEN: usize = 5;
@@ -478,7 +486,7 @@ impl SearchIndex {
 
     /// A word the catalog lacks made of two words it has ("signin", "webhook").
     fn split_compound(&self, word: &str) -> Option<(String, String)> {
-        if word.len() < 5 || !word.is_ascii() {
+        if word.len() < 5 || word.len() > MAX_WORD_CHARS || !word.is_ascii() {
             return None;
         }
         (2..word.len() - 1).find_map(|i| {
@@ -491,7 +499,7 @@ impl SearchIndex {
     /// The catalog words one edit (insertion, deletion, substitution, adjacent swap) from a word
     /// it lacks. Short words must keep their first letter: "lis" is not "list" -> "lost".
     fn corrections(&self, word: &str) -> Vec<String> {
-        if !typo_candidate(word) {
+        if !typo_candidate(word) || word.len() > MAX_WORD_CHARS {
             return Vec::new();
         }
         let mut found: Vec<String> = Vec::new();
@@ -584,7 +592,7 @@ impl SearchIndex {
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
     ) -> Vec<(u32, f64)> {
-        let q = query.trim();
+        let q = crate::text::clip_chars(query.trim(), MAX_QUERY_CHARS);
         let exact = reg
             .ops
             .get(q)
@@ -735,7 +743,7 @@ impl SearchIndex {
                 Vec::new()
             };
             return SearchResponse {
-                query: req.query.clone(),
+                query: crate::text::clip_chars(&req.query, MAX_QUERY_CHARS).to_string(),
                 nearest: !nearest.is_empty(),
                 results: nearest,
                 next_cursor: None,
@@ -748,7 +756,7 @@ impl SearchIndex {
             };
         }
         SearchResponse {
-            query: req.query.clone(),
+            query: crate::text::clip_chars(&req.query, MAX_QUERY_CHARS).to_string(),
             results,
             next_cursor,
             directory: None,
