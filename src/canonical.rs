@@ -116,9 +116,14 @@ impl serde::Serialize for HeaderOf<'_> {
             clusters,
             upstreams,
             search,
+            access,
             quarantined,
         } = r;
         let mut m = s.serialize_map(None)?;
+        // Only catalogs with `[access]` carry the key, so other registries keep their bytes.
+        if !access.is_empty() {
+            m.serialize_entry("access", access)?;
+        }
         m.serialize_entry("budgets", budgets)?;
         m.serialize_entry("clusters", clusters)?;
         m.serialize_entry("counts", counts)?;

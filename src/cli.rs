@@ -232,6 +232,10 @@ enum Command {
     /// reading them: `serve` and `import --check` run no others on this machine
     #[cfg(feature = "mcp")]
     Approve(crate::cli_mcp::ApproveArgs),
+    /// Make a bearer token for `serve --http --auth-tokens FILE`: the token on stdout (shown
+    /// once), the file entry with its hash on stderr
+    #[cfg(feature = "mcp")]
+    Token(crate::cli_mcp::TokenArgs),
     /// Report diagnostics only; exit 1 when any is an error
     Lint {
         #[command(flatten)]
@@ -762,6 +766,8 @@ pub fn run() -> ExitCode {
         Command::Serve(args) => crate::cli_mcp::serve(args),
         #[cfg(feature = "mcp")]
         Command::Approve(args) => crate::cli_mcp::approve(args),
+        #[cfg(feature = "mcp")]
+        Command::Token(args) => crate::cli_mcp::token(args),
         Command::Lint { defs, format } => {
             let g = generate(&defs.definitions, &[]);
             let mut diags = g.compiled.diagnostics.clone();

@@ -96,6 +96,44 @@ pub struct ServeArgs {
     /// A Host header the HTTP server accepts besides loopback (DNS-rebinding guard); repeatable
     #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
     allowed_hosts: Vec<String>,
+    /// Admit callers by bearer token: a token file of `[[principal]]` entries (name, token
+    /// hash, scopes), made with `toolreg token`
+    #[arg(long, value_name = "FILE", requires = "http")]
+    auth_tokens: Option<PathBuf>,
+    /// This server's public URL, e.g. https://tools.example/mcp: the audience its OAuth tokens
+    /// must name and the resource of its metadata (default: http://ADDR/mcp)
+    #[arg(long, value_name = "URL", requires = "http")]
+    resource_url: Option<String>,
+    /// Admit callers with JWT access tokens of this OAuth 2.1 / OpenID issuer (feature `oauth`;
+    /// needs --resource-url)
+    #[arg(long, value_name = "URL", requires = "resource_url")]
+    oauth_issuer: Option<String>,
+    /// The issuer's JWKS URL (default: from its discovery document)
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_jwks: Option<String>,
+    /// Signing algorithms accepted, comma-separated (default: RS*, PS*, ES256, ES384, EdDSA)
+    #[arg(
+        long,
+        value_name = "LIST",
+        requires = "oauth_issuer",
+        value_delimiter = ','
+    )]
+    oauth_algorithms: Vec<String>,
+    /// Listen beyond loopback without authentication (a warning is printed at start)
+    #[arg(long, requires = "http")]
+    allow_unauthenticated: bool,
+    /// Open connections at most; more are closed at once
+    #[arg(long, value_name = "N", default_value_t = 4096, requires = "http")]
+    max_connections: usize,
+    /// Close a connection that sends nothing for this long, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 60_000, requires = "http")]
+    idle_timeout_ms: u64,
+    /// Requests one caller may have running at once
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "http")]
+    max_concurrent: usize,
+    /// Requests per second one caller may make (0: no limit)
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "http")]
+    rate_limit: u32,
     /// Where idempotency keys live: `memory` (this process) or `redis://HOST:PORT[/DB]`, shared
     /// by replicas so a keyed write runs once across them (needs the `redis` feature)
     #[arg(long, value_name = "STORE", default_value = "memory")]
@@ -235,12 +273,29 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     let served = match args.http {
-        Some(addr) => rt.block_on(toolreg::serve::run_http(
-            server,
-            addr,
-            args.eager,
-            args.allowed_hosts,
-        )),
+        Some(addr) => {
+            let auth = match rt.block_on(http_auth(&args, addr, &server)) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let options = toolreg::serve::HttpOptions {
+                allowed_hosts: args.allowed_hosts,
+                auth,
+                allow_unauthenticated: args.allow_unauthenticated,
+                max_connections: args.max_connections,
+                idle_timeout: std::time::Duration::from_millis(args.idle_timeout_ms.max(1)),
+                max_concurrent: args.max_concurrent,
+                rate_per_sec: args.rate_limit,
+            };
+            if let Err(e) = toolreg::serve::http::check_options(addr, &options) {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+            rt.block_on(toolreg::serve::run_http(server, addr, args.eager, options))
+        }
         None => rt.block_on(toolreg::serve::run_stdio(server, args.eager)),
     };
     match served {
@@ -347,5 +402,89 @@ pub fn approve(args: ApproveArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => fail(&e),
+    }
+}
+
+/// The authentication `serve --http` was asked for, set up (the issuer's keys fetched).
+async fn http_auth(
+    args: &ServeArgs,
+    addr: std::net::SocketAddr,
+    server: &toolreg::serve::Server,
+) -> Result<Option<toolreg::serve::Auth>, String> {
+    if args.auth_tokens.is_none() && args.oauth_issuer.is_none() {
+        return Ok(None);
+    }
+    let tokens = match &args.auth_tokens {
+        Some(f) => Some(toolreg::serve::auth::TokenFile::load(f).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let resource = args
+        .resource_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}{}", toolreg::serve::http::ENDPOINT));
+    #[cfg(feature = "oauth")]
+    let oauth = match &args.oauth_issuer {
+        Some(issuer) => {
+            let algorithms = args
+                .oauth_algorithms
+                .iter()
+                .map(|a| {
+                    a.trim()
+                        .parse::<jsonwebtoken::Algorithm>()
+                        .map_err(|_| format!("--oauth-algorithms: `{a}` is not a JWS algorithm"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Some(
+                toolreg::serve::oauth::OAuth::new(
+                    issuer,
+                    &resource,
+                    args.oauth_jwks.as_deref(),
+                    algorithms,
+                )
+                .await
+                .map_err(|e| format!("--oauth-issuer {issuer}: {e}"))?,
+            )
+        }
+        None => None,
+    };
+    #[cfg(not(feature = "oauth"))]
+    if args.oauth_issuer.is_some() {
+        return Err(
+            "--oauth-issuer needs the `oauth` feature: rebuild with --features oauth".into(),
+        );
+    }
+    Ok(Some(toolreg::serve::Auth {
+        tokens,
+        #[cfg(feature = "oauth")]
+        oauth,
+        resource,
+        scopes_supported: server.scopes_supported(),
+    }))
+}
+
+#[derive(clap::Args)]
+pub struct TokenArgs {
+    /// The principal's name (audit lines and limits use it)
+    name: String,
+    /// A scope the token carries (see [access] in toolreg.toml); repeatable
+    #[arg(long = "scope", value_name = "SCOPE")]
+    scopes: Vec<String>,
+}
+
+/// `toolreg token NAME --scope S`: a new bearer token on stdout, once, and its token-file entry
+/// (the hash, never the token) on stderr.
+pub fn token(args: TokenArgs) -> ExitCode {
+    match toolreg::serve::auth::new_token(&args.name, &args.scopes) {
+        Ok((token, entry)) => {
+            println!("{token}");
+            eprintln!(
+                "# add to the --auth-tokens file; the token above is shown only now:\n{entry}"
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }

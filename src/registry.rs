@@ -353,6 +353,10 @@ pub struct Registry {
     /// How the runtime ranks search results (`[search]` in the overlay). Absent when unset.
     #[serde(default, skip_serializing_if = "SearchSettings::is_unset")]
     pub search: SearchSettings,
+    /// What each token scope grants a caller of `toolreg serve --http` (`[access]`), with globs
+    /// and kinds resolved to op lists. Absent when the overlay has no `[access]`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub access: BTreeMap<String, AccessScope>,
     /// Third-party tools that could not be compiled and were left out of every surface, with
     /// why. Absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -372,6 +376,12 @@ pub struct QuarantinedTool {
     pub codes: Vec<String>,
     /// The first error's message.
     pub reason: String,
+}
+
+/// The ops one token scope grants (sorted).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessScope {
+    pub ops: Vec<String>,
 }
 
 /// `[search]`: settings the runtime reads when it ranks.

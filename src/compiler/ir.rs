@@ -180,6 +180,7 @@ pub fn assemble(
     check_gateway_names(&gateway, &ops, lo, diags);
     let upstreams = upstreams(&ops, lo, diags);
     let search = search_settings(lo, diags);
+    let access = access(&ops, &profiles, lo, diags);
     let mut reg = Registry {
         name: overlay
             .registry
@@ -199,6 +200,7 @@ pub fn assemble(
         clusters,
         upstreams,
         search,
+        access,
         quarantined: Vec::new(),
         budgets: Budgets {
             tool_tokens: overlay.budgets.tool_tokens,
@@ -565,6 +567,87 @@ fn select_ops(
         chosen.extend(hits.into_iter().cloned());
     }
     chosen
+}
+
+/// `[access.scopes]` -> the op list each scope grants: its `ops` globs (every op when neither
+/// `ops` nor `profiles` is given) and its profiles' ops, kept when their kind is one of `kinds`.
+fn access(
+    ops: &BTreeMap<String, OpRecord>,
+    profiles: &BTreeMap<String, crate::registry::Profile>,
+    lo: &LoadedOverlay,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, crate::registry::AccessScope> {
+    let mut out = BTreeMap::new();
+    for (name, spec) in &lo.overlay.access.scopes {
+        let at = lo.loc(name.span());
+        let name = name.get_ref();
+        let shown = crate::diag::escape_controls(name);
+        let bad = |diags: &mut Diagnostics, what: String, help: &str| {
+            diags.push(
+                Diagnostic::new(
+                    Code::OverlayInvalid,
+                    format!("[access.scopes.\"{shown}\"] {what}"),
+                )
+                .at(at.clone())
+                .help(help.to_string()),
+            );
+        };
+        if name.trim().is_empty() || name.len() > 128 || name.chars().any(char::is_whitespace) {
+            bad(
+                diags,
+                "is not a scope name (no spaces, 1 to 128 characters)".into(),
+                "use the scope exactly as tokens carry it, e.g. `tools:read`",
+            );
+            continue;
+        }
+        let kinds = spec.kinds.clone().unwrap_or_else(|| vec!["read".into()]);
+        if let Some(k) = kinds
+            .iter()
+            .find(|k| !["read", "write", "destructive"].contains(&k.as_str()))
+        {
+            bad(
+                diags,
+                format!("has the kind `{}`", crate::diag::escape_controls(k)),
+                "kinds are `read`, `write` (not destructive) and `destructive`",
+            );
+            continue;
+        }
+        let what = format!("`ops` of [access.scopes.\"{shown}\"]");
+        let mut chosen = if spec.ops.is_empty() && spec.profiles.is_empty() {
+            ops.keys().cloned().collect()
+        } else {
+            select_ops(ops, &spec.ops, &what, at.clone(), diags)
+        };
+        for p in &spec.profiles {
+            match profiles.get(p) {
+                Some(profile) => chosen.extend(profile.ops.iter().cloned()),
+                None => bad(
+                    diags,
+                    format!(
+                        "names the profile `{}`, which does not exist",
+                        crate::diag::escape_controls(p)
+                    ),
+                    "profiles are the tables under [profiles]",
+                ),
+            }
+        }
+        let granted: Vec<String> = chosen
+            .into_iter()
+            .filter(|op| {
+                let r = &ops[op];
+                let kind = if r.destructive {
+                    "destructive"
+                } else if r.kind == Kind::Write {
+                    "write"
+                } else {
+                    "read"
+                };
+                kinds.iter().any(|k| k == kind)
+            })
+            .collect();
+        out.insert(name.clone(), crate::registry::AccessScope { ops: granted });
+    }
+    out
 }
 
 /// `[search]` -> the registry's search settings; a weight outside 0..1 is TR020 at its value.

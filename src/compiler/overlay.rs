@@ -73,6 +73,31 @@ pub struct Overlay {
     /// Where the definitions came from: which files are third-party.
     #[serde(default)]
     pub sources: SourcesSpec,
+    /// Who may see and call which ops when `toolreg serve --http` authenticates callers.
+    #[serde(default)]
+    pub access: AccessSpec,
+}
+
+/// `[access]`: what each token scope grants a caller of `toolreg serve --http`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSpec {
+    /// Scope name (as in a token's `scope` claim or the token file) -> what it grants.
+    #[serde(default)]
+    pub scopes: BTreeMap<Spanned<String>, AccessScopeSpec>,
+}
+
+/// `[access.scopes."NAME"]`: ops (globs, default every op) of the given kinds (default `read`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessScopeSpec {
+    #[serde(default)]
+    pub ops: Vec<String>,
+    /// Ops of these profiles too.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    /// `read`, `write` (not destructive), `destructive`; `["read"]` when not given.
+    pub kinds: Option<Vec<String>>,
 }
 
 /// `[sources]`: which definitions files the team did not write. A tool of such a file that cannot
@@ -499,7 +524,7 @@ impl LoadedOverlay {
         self.text.trim().is_empty()
             || self.text.parse::<toml::Table>().is_ok_and(|t| {
                 t.keys()
-                    .all(|k| k == "upstreams" || k == "search" || k == "sources")
+                    .all(|k| k == "upstreams" || k == "search" || k == "sources" || k == "access")
             })
     }
 

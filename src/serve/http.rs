@@ -3,26 +3,93 @@
 //! Stateless: every request gets a fresh handler over the one shared [`Server`] (no MCP session
 //! ids), so replicas behind a load balancer are interchangeable. The only state that must be
 //! shared between them is idempotency, which `--idempotency redis://...` moves out of process.
+//!
+//! Safe on a network: bearer authentication in front of `/mcp` ([`super::auth`]), a refusal to
+//! listen beyond loopback without it, a cap on open connections (new ones beyond it are closed
+//! at once), idle connections closed, request bodies capped (rmcp, 4 MiB), per-principal
+//! concurrency and rate limits, and a stop that takes at most 2 s after SIGTERM.
 
+use super::auth::{self, Auth, Principal};
 use super::{stop_signal, Server};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The path of the MCP endpoint.
 pub const ENDPOINT: &str = "/mcp";
 
+/// How long in-flight requests may run after SIGTERM before the server stops anyway.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// How `serve --http` guards itself.
+pub struct HttpOptions {
+    /// `Host` headers accepted besides loopback (a guard against DNS rebinding).
+    pub allowed_hosts: Vec<String>,
+    /// Who may call; `None` serves anyone who reaches the port.
+    pub auth: Option<Auth>,
+    /// Listen beyond loopback without `auth` (printed as a warning at start).
+    pub allow_unauthenticated: bool,
+    /// Open connections at most; a connection beyond it is closed at once.
+    pub max_connections: usize,
+    /// A connection that sends nothing for this long is closed.
+    pub idle_timeout: Duration,
+    /// Requests one principal (or, unauthenticated, one peer address) may have running at once.
+    pub max_concurrent: usize,
+    /// Requests per second one principal may make (a token bucket of one second's burst);
+    /// 0 for no limit.
+    pub rate_per_sec: u32,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            allowed_hosts: Vec::new(),
+            auth: None,
+            allow_unauthenticated: false,
+            max_connections: 4096,
+            idle_timeout: Duration::from_secs(60),
+            max_concurrent: 32,
+            rate_per_sec: 0,
+        }
+    }
+}
+
+/// Why `serve --http` would not start: a setting that would leave it open or unguarded.
+pub fn check_options(addr: SocketAddr, options: &HttpOptions) -> Result<(), String> {
+    if let Some(h) = options
+        .allowed_hosts
+        .iter()
+        .find(|h| h.contains('*') || h.trim().is_empty())
+    {
+        return Err(format!(
+            "--allowed-host `{}` is not a host name: name each host clients use (wildcards are not supported)",
+            crate::diag::escape_controls(h)
+        ));
+    }
+    if !addr.ip().is_loopback() && options.auth.is_none() && !options.allow_unauthenticated {
+        return Err(format!(
+            "{addr} is reachable beyond this machine and no authentication is set: pass --auth-tokens FILE (`toolreg token NAME --scope S` makes an entry) or --oauth-issuer URL --resource-url URL, or --allow-unauthenticated to serve anyone who reaches the port"
+        ));
+    }
+    Ok(())
+}
+
 /// Serves until SIGTERM/SIGINT, then stops every upstream. Prints the bound address on stderr
-/// (`--http 127.0.0.1:0` picks a free port). `allowed_hosts` are accepted in the `Host` header
-/// besides loopback (rmcp refuses other hosts, a guard against DNS rebinding).
+/// (`--http 127.0.0.1:0` picks a free port).
 pub async fn run_http(
     server: Server,
     addr: SocketAddr,
     eager: bool,
-    allowed_hosts: Vec<String>,
+    options: HttpOptions,
 ) -> Result<(), String> {
+    check_options(addr, &options)?;
     let stop = stop_signal()?;
+    raise_open_file_limit();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
@@ -34,11 +101,18 @@ pub async fn run_http(
     config.legacy_session_mode = false;
     config.json_response = true;
     config.sse_keep_alive = None;
-    if !allowed_hosts.is_empty() {
-        let mut hosts = config.allowed_hosts.clone();
-        hosts.extend(allowed_hosts);
-        config = config.with_allowed_hosts(hosts);
+    let mut hosts = config.allowed_hosts.clone();
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    if let Some(a) = &options.auth {
+        // The resource URL's own host is where clients reach us.
+        if let Some(h) = url::Url::parse(&a.resource)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+        {
+            hosts.push(h);
+        }
     }
+    config = config.with_allowed_hosts(hosts);
     let cancel = config.cancellation_token.clone();
     let handler = server.clone();
     let service = StreamableHttpService::new(
@@ -46,15 +120,305 @@ pub async fn run_http(
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    let router = axum::Router::new().route_service(ENDPOINT, service);
+    let limits = Arc::new(Limits::new(options.max_concurrent, options.rate_per_sec));
+    fn mcp_routes<S: Clone + Send + Sync + 'static>(
+        service: StreamableHttpService<Server, NeverSessionManager>,
+        limits: Arc<Limits>,
+    ) -> axum::Router<S> {
+        axum::Router::new()
+            .route_service(ENDPOINT, service)
+            .layer(axum::middleware::from_fn_with_state(limits, limit))
+    }
+    let router = match options.auth {
+        Some(a) => {
+            let state = Arc::new((a, server.clone()));
+            let metadata = axum::routing::get(auth::metadata);
+            // Layers wrap the routes before them: authentication runs first, then the limits
+            // (per principal); the metadata routes come after, unauthenticated.
+            mcp_routes(service, limits)
+                .layer(axum::middleware::from_fn_with_state(
+                    Arc::clone(&state),
+                    auth::authenticate,
+                ))
+                .route(auth::METADATA_PATH, metadata.clone())
+                .route(&format!("{}{ENDPOINT}", auth::METADATA_PATH), metadata)
+                .with_state(state)
+        }
+        None => {
+            if !addr.ip().is_loopback() {
+                eprintln!("warning: serving {bound} without authentication (--allow-unauthenticated): anyone who reaches the port can list and call every tool");
+            }
+            mcp_routes(service, limits)
+        }
+    };
+    let listener = Bounded {
+        inner: listener,
+        open: Arc::new(tokio::sync::Semaphore::new(options.max_connections.max(1))),
+        idle: options.idle_timeout,
+    };
     eprintln!("toolreg serve: listening on http://{bound}{ENDPOINT}");
-    let served = axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            stop.await;
-            cancel.cancel();
-        })
+    let stopped = Arc::new(tokio::sync::Notify::new());
+    let on_stop = Arc::clone(&stopped);
+    let serving = axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<Peer>(),
+    )
+    .with_graceful_shutdown(async move {
+        stop.await;
+        on_stop.notify_one();
+        cancel.cancel();
+    });
+    let served = tokio::select! {
+        r = std::future::IntoFuture::into_future(serving) => r.map_err(|e| format!("the HTTP server failed: {e}")),
+        // In-flight requests get STOP_GRACE after the signal, then the server stops anyway.
+        _ = async { stopped.notified().await; tokio::time::sleep(STOP_GRACE).await } => Ok(()),
+    };
+    tokio::time::timeout(STOP_GRACE, server.pool().shutdown_all())
         .await
-        .map_err(|e| format!("the HTTP server failed: {e}"));
-    server.pool().shutdown_all().await;
+        .ok();
     served
+}
+
+/// Accepts connections while fewer than the cap are open, closes the others at once, and
+/// fails a connection's reads and writes after `idle` without progress.
+struct Bounded {
+    inner: tokio::net::TcpListener,
+    open: Arc<tokio::sync::Semaphore>,
+    idle: Duration,
+}
+
+/// The peer address of a connection (for limits when a caller has no principal).
+#[derive(Clone, Copy, Debug)]
+struct Peer(SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Bounded>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, Bounded>) -> Self {
+        Peer(*stream.remote_addr())
+    }
+}
+
+/// A connection and its place under the cap (given back when it closes).
+struct Guarded {
+    io: std::pin::Pin<Box<tokio_io_timeout::TimeoutStream<tokio::net::TcpStream>>>,
+    _place: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl axum::serve::Listener for Bounded {
+    type Io = Guarded;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Guarded, SocketAddr) {
+        loop {
+            let (stream, addr) = axum::serve::Listener::accept(&mut self.inner).await;
+            let Ok(place) = Arc::clone(&self.open).try_acquire_owned() else {
+                drop(stream); // over the cap: closed now, not queued
+                continue;
+            };
+            let mut io = tokio_io_timeout::TimeoutStream::new(stream);
+            io.set_read_timeout(Some(self.idle));
+            io.set_write_timeout(Some(self.idle));
+            return (
+                Guarded {
+                    io: Box::pin(io),
+                    _place: place,
+                },
+                addr,
+            );
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+}
+
+impl tokio::io::AsyncRead for Guarded {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.io.as_mut().poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Guarded {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.io.as_mut().poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.io.as_mut().poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.io.as_mut().poll_shutdown(cx)
+    }
+}
+
+/// Per-caller limits: requests running at once, and a token bucket of requests per second.
+struct Limits {
+    max_concurrent: usize,
+    rate: u32,
+    callers: Mutex<HashMap<String, Caller>>,
+}
+
+#[derive(Default)]
+struct Caller {
+    running: usize,
+    tokens: f64,
+    refilled: Option<Instant>,
+}
+
+impl Limits {
+    fn new(max_concurrent: usize, rate: u32) -> Limits {
+        Limits {
+            max_concurrent: max_concurrent.max(1),
+            rate,
+            callers: Mutex::default(),
+        }
+    }
+
+    /// Takes a place for `who`, or says why not.
+    fn enter(&self, who: &str) -> Result<(), &'static str> {
+        let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
+        if callers.len() > 100_000 {
+            callers.retain(|_, c| c.running > 0);
+        }
+        let c = callers.entry(who.to_string()).or_default();
+        if self.rate > 0 {
+            let now = Instant::now();
+            let cap = f64::from(self.rate);
+            let elapsed = c.refilled.map_or(cap, |t| (now - t).as_secs_f64() * cap);
+            c.tokens = (c.tokens + elapsed).min(cap);
+            c.refilled = Some(now);
+            if c.tokens < 1.0 {
+                return Err("rate");
+            }
+            c.tokens -= 1.0;
+        }
+        if c.running >= self.max_concurrent {
+            return Err("concurrency");
+        }
+        c.running += 1;
+        Ok(())
+    }
+
+    fn leave(&self, who: &str) {
+        let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = callers.get_mut(who) {
+            c.running = c.running.saturating_sub(1);
+        }
+    }
+}
+
+/// The middleware that applies [`Limits`] per principal (per peer address without one): 429
+/// with `Retry-After` when over.
+async fn limit(
+    axum::extract::State(limits): axum::extract::State<Arc<Limits>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let who = match req.extensions().get::<Principal>() {
+        Some(p) => format!("principal:{}", p.name),
+        None => req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<Peer>>()
+            .map_or_else(|| "anonymous".into(), |c| format!("peer:{}", c.0 .0.ip())),
+    };
+    if let Err(which) = limits.enter(&who) {
+        let message = if which == "rate" {
+            "too many requests per second for this caller; retry after a second"
+        } else {
+            "too many requests at once for this caller; wait for one to finish"
+        };
+        let mut r = (
+            StatusCode::TOO_MANY_REQUESTS,
+            axum::Json(serde_json::json!({"error": "rate_limited", "message": message})),
+        )
+            .into_response();
+        r.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
+        return r;
+    }
+    let response = next.run(req).await;
+    limits.leave(&who);
+    response
+}
+
+/// Lifts the soft limit on open files to the hard one (at most 65,536), so the connection cap,
+/// not the process's file table, decides how many clients are served.
+fn raise_open_file_limit() {
+    #[cfg(unix)]
+    // SAFETY: getrlimit/setrlimit read and write a plain struct owned here.
+    unsafe {
+        let mut l = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 {
+            let want = l.rlim_max.min(65_536);
+            if l.rlim_cur < want {
+                l.rlim_cur = want;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_listening_needs_authentication_or_an_explicit_flag() {
+        let open: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert!(check_options(local, &HttpOptions::default()).is_ok());
+        let e = check_options(open, &HttpOptions::default()).unwrap_err();
+        assert!(
+            e.contains("--auth-tokens") && e.contains("--allow-unauthenticated"),
+            "{e}"
+        );
+        let flagged = HttpOptions {
+            allow_unauthenticated: true,
+            ..HttpOptions::default()
+        };
+        assert!(check_options(open, &flagged).is_ok());
+        let star = HttpOptions {
+            allowed_hosts: vec!["*".into()],
+            ..HttpOptions::default()
+        };
+        assert!(check_options(local, &star)
+            .unwrap_err()
+            .contains("wildcards"));
+    }
+
+    #[test]
+    fn limits_count_running_requests_and_refill_tokens() {
+        let l = Limits::new(2, 0);
+        assert!(l.enter("a").is_ok() && l.enter("a").is_ok());
+        assert_eq!(l.enter("a"), Err("concurrency"));
+        assert!(l.enter("b").is_ok(), "another caller is not held up");
+        l.leave("a");
+        assert!(l.enter("a").is_ok());
+        let r = Limits::new(100, 3);
+        for _ in 0..3 {
+            assert!(r.enter("c").is_ok());
+            r.leave("c");
+        }
+        assert_eq!(r.enter("c"), Err("rate"));
+    }
 }

@@ -9,12 +9,17 @@
 //! `isError: true` results carrying the toolreg envelope; JSON-RPC errors are kept for protocol
 //! faults (an unknown tool name).
 
-mod http;
+pub mod auth;
+pub mod http;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 mod pool;
 #[cfg(feature = "redis")]
 mod redis_store;
+mod visibility;
 
-pub use http::run_http;
+pub use auth::{Auth, Principal};
+pub use http::{run_http, HttpOptions};
 pub use pool::Pool;
 #[cfg(feature = "redis")]
 pub use redis_store::RedisStore;
@@ -135,10 +140,23 @@ pub struct Server {
 
 struct Inner {
     gateway: Gateway,
-    tools: Vec<Tool>,
-    tool_names: std::collections::HashSet<String>,
+    /// What a caller without a principal (stdio, or HTTP without authentication) sees.
+    full: Arc<View>,
+    /// The surface's scope (a profile's ops, or every op).
+    surface_scope: Scope,
     version: String,
     pool: Arc<Pool>,
+    /// One view per distinct set of scopes seen, built on first use.
+    views: std::sync::Mutex<std::collections::HashMap<Vec<String>, Arc<View>>>,
+}
+
+/// What one kind of caller sees and may call: the surface's tools it may use, the runtime
+/// scope exec and search run in, and what to take out of answers.
+struct View {
+    tools: Vec<Tool>,
+    tool_names: std::collections::HashSet<String>,
+    scope: Scope,
+    hide: Option<visibility::Visibility>,
 }
 
 impl Server {
@@ -237,16 +255,113 @@ impl Server {
                 })
                 .map_err(ServeError::Gateway)?;
         }
-        let tool_names = tools.iter().map(|t| t.name.to_string()).collect();
+        let surface_scope = gateway_scope(&gateway);
+        let full = Arc::new(View {
+            tool_names: tools.iter().map(|t| t.name.to_string()).collect(),
+            tools,
+            scope: surface_scope.clone(),
+            hide: None,
+        });
         Ok(Server {
             inner: Arc::new(Inner {
                 gateway,
-                tools,
-                tool_names,
+                full,
+                surface_scope,
                 version,
                 pool,
+                views: Default::default(),
             }),
         })
+    }
+
+    /// The ops `[access]` grants these scopes (every op when the registry has no `[access]`).
+    fn granted(
+        &self,
+        scopes: &std::collections::BTreeSet<String>,
+    ) -> Option<std::collections::BTreeSet<String>> {
+        let reg = self.inner.gateway.registry();
+        if reg.access.is_empty() {
+            return None;
+        }
+        Some(
+            scopes
+                .iter()
+                .filter_map(|s| reg.access.get(s))
+                .flat_map(|a| a.ops.iter().cloned())
+                .filter(|op| {
+                    reg.ops
+                        .get(op)
+                        .is_some_and(|r| self.inner.surface_scope.contains(r))
+                })
+                .collect(),
+        )
+    }
+
+    /// Every scope `[access]` names (for the metadata document and 403 answers).
+    pub fn scopes_supported(&self) -> Vec<String> {
+        self.inner
+            .gateway
+            .registry()
+            .access
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Whether a principal may use any op of this server at all (the HTTP layer answers 403
+    /// otherwise).
+    pub fn grants_anything(&self, principal: &Principal) -> bool {
+        self.granted(&principal.scopes)
+            .is_none_or(|g| !g.is_empty())
+    }
+
+    /// What `principal` sees (everything the surface offers when there is none or the
+    /// registry has no `[access]`).
+    fn view(&self, principal: Option<&Principal>) -> Arc<View> {
+        let Some(p) = principal else {
+            return Arc::clone(&self.inner.full);
+        };
+        let Some(allowed) = self.granted(&p.scopes) else {
+            return Arc::clone(&self.inner.full);
+        };
+        let key: Vec<String> = p.scopes.iter().cloned().collect();
+        let mut views = self.inner.views.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = views.get(&key) {
+            return Arc::clone(v);
+        }
+        let reg = self.inner.gateway.registry();
+        let hide = visibility::Visibility::new(reg, &allowed);
+        let gateway_tools = [&reg.gateway.help, &reg.gateway.exec, &reg.gateway.search];
+        let tools: Vec<Tool> = self
+            .inner
+            .full
+            .tools
+            .iter()
+            .filter(|t| {
+                let name = t.name.as_ref();
+                gateway_tools.iter().any(|g| g.as_str() == name)
+                    || reg
+                        .op_by_tool_name(name)
+                        .is_some_and(|r| allowed.contains(&r.op))
+            })
+            .map(|t| {
+                let mut t = t.clone();
+                if let (Some(h), Some(d)) = (&hide, &t.description) {
+                    t.description = Some(h.scrub_text(d).into());
+                }
+                t
+            })
+            .collect();
+        let view = Arc::new(View {
+            tool_names: tools.iter().map(|t| t.name.to_string()).collect(),
+            tools,
+            scope: Scope::ops(format!("principal {}", p.name), allowed),
+            hide,
+        });
+        if views.len() < 1024 {
+            views.insert(key, Arc::clone(&view));
+        }
+        view
     }
 
     /// The upstream sessions (to start them eagerly or stop them all).
@@ -254,9 +369,15 @@ impl Server {
         &self.inner.pool
     }
 
-    /// The tools `tools/list` answers.
+    /// The tools `tools/list` answers a caller without a principal.
     pub fn tools(&self) -> &[Tool] {
-        &self.inner.tools
+        &self.inner.full.tools
+    }
+
+    /// The tools `tools/list` answers `principal`: the surface's tools it may use, in the
+    /// surface's order, the same on every request.
+    pub fn tools_for(&self, principal: Option<&Principal>) -> Vec<Tool> {
+        self.view(principal).tools.clone()
     }
 
     /// Answers one `tools/call`. `Err` only for a tool name the surface does not list.
@@ -265,8 +386,20 @@ impl Server {
         name: &str,
         args: Option<Map<String, Value>>,
     ) -> Result<CallToolResult, ErrorData> {
+        self.call_as(name, args, None).await
+    }
+
+    /// [`Server::call`] for `principal`: exec runs in its scope, and help, search and
+    /// envelopes never name an op it may not use.
+    pub async fn call_as(
+        &self,
+        name: &str,
+        args: Option<Map<String, Value>>,
+        principal: Option<&Principal>,
+    ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
-        if !inner.tool_names.contains(name) {
+        let view = self.view(principal);
+        if !view.tool_names.contains(name) {
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool `{}`; tools/list names the tools of this server",
@@ -279,13 +412,20 @@ impl Server {
         let args = Value::Object(args.unwrap_or_default());
         if name == reg.gateway.help {
             return Ok(match serde_json::from_value::<HelpRequest>(args) {
-                Ok(req) => json_result(&inner.gateway.help(&req), false),
+                Ok(req) => json_result(&self.help_for(&view, &req), false),
                 Err(e) => bad_gateway_args(name, e),
             });
         }
         if name == reg.gateway.search {
             return Ok(match serde_json::from_value::<SearchRequest>(args) {
-                Ok(req) => json_result(&inner.gateway.search(&req), false),
+                Ok(req) => {
+                    let found = inner.gateway.search_in(&req, &view.scope);
+                    let mut v = serde_json::to_value(&found).unwrap_or(Value::Null);
+                    if let Some(h) = &view.hide {
+                        h.scrub(&mut v);
+                    }
+                    json_result(&v, false)
+                }
                 Err(e) => bad_gateway_args(name, e),
             });
         }
@@ -303,13 +443,45 @@ impl Server {
                 ..Default::default()
             }
         };
-        let envelope = inner.gateway.exec(call).await;
-        Ok(self.answer(envelope))
+        let envelope = inner.gateway.exec_in(call, &view.scope).await;
+        Ok(self.answer(envelope, &view))
+    }
+
+    /// A help page as `view` may see it: a hidden op or path is an unknown path, and pages
+    /// lose every mention of what is hidden.
+    fn help_for(&self, view: &View, req: &HelpRequest) -> Value {
+        let gw = &self.inner.gateway;
+        let Some(hide) = &view.hide else {
+            return Value::clone(&gw.help(req));
+        };
+        let mut page = Value::clone(&gw.help(req));
+        let served = page.get("path").and_then(Value::as_str).unwrap_or_default();
+        if page.get("error").is_none() && hide.hides_path(served) {
+            // As if it did not exist: the unknown-path page of a name nobody has.
+            let unknown = HelpRequest {
+                path: "\u{0}".into(),
+                ..req.clone()
+            };
+            page = Value::clone(&gw.help(&unknown));
+            if let Some(o) = page.as_object_mut() {
+                let asked = crate::text::clip_chars(req.path.trim(), 64).to_string();
+                o.insert("path".into(), json!(asked));
+                if let Some(e) = o.get_mut("error").and_then(Value::as_object_mut) {
+                    e.insert(
+                        "message".into(),
+                        json!(format!("`{asked}` is not a help path, op or tool name.")),
+                    );
+                    e.insert("closest".into(), json!([]));
+                }
+            }
+        }
+        hide.scrub(&mut page);
+        page
     }
 
     /// An envelope as an MCP result: an upstream's own result passes through (with the
     /// envelope's op, trace and warnings in `_meta`); everything else is the envelope itself.
-    fn answer(&self, envelope: Envelope) -> CallToolResult {
+    fn answer(&self, envelope: Envelope, view: &View) -> CallToolResult {
         if envelope.ok && !envelope.meta.dry_run {
             if let Some(forwarded) = envelope
                 .result
@@ -328,8 +500,17 @@ impl Server {
             }
         }
         let failed = !envelope.ok;
-        json_result(&envelope.to_json(), failed)
+        let mut v = envelope.to_json();
+        if let Some(h) = &view.hide {
+            h.scrub(&mut v);
+        }
+        json_result(&v, failed)
     }
+}
+
+/// The scope the gateway was set up with (the surface's).
+fn gateway_scope(gateway: &Gateway) -> Scope {
+    gateway.scope().clone()
 }
 
 /// The key under which a forwarding handler returns the upstream's result.
@@ -467,9 +648,10 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut result = ListToolsResult::with_all_items(self.inner.tools.clone());
+        let principal = principal_of(&context);
+        let mut result = ListToolsResult::with_all_items(self.tools_for(principal.as_ref()));
         let mut meta = MetaObject::default();
         meta.0
             .insert("toolreg/registry_version".into(), json!(self.inner.version));
@@ -480,12 +662,22 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(&request.name, request.arguments)
+        let principal = principal_of(&context);
+        self.call_as(&request.name, request.arguments, principal.as_ref())
             .await
             .map(CallToolResponse::from)
     }
+}
+
+/// The principal the HTTP layer authenticated for this request, if any.
+fn principal_of(context: &RequestContext<RoleServer>) -> Option<Principal> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Principal>())
+        .cloned()
 }
 
 /// Resolves on SIGTERM or Ctrl-C. Installed before anything starts, so a signal during start-up

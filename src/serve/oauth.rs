@@ -1,0 +1,223 @@
+//! JWT access tokens from an OAuth 2.1 / OpenID issuer (feature `oauth`): the issuer's keys are
+//! found by discovery (or `--oauth-jwks`), cached, and fetched again when a token names a key
+//! the cache lacks (at most every 30 s) or the cache is 10 minutes old, so key rotation needs no
+//! restart. Signature, `iss`, `aud`, `exp` and `nbf` are checked by `jsonwebtoken`; only the
+//! listed algorithms are accepted (never `none`, never HMAC with a public key).
+
+use super::auth::Principal;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+use tokio::sync::RwLock;
+
+const REFRESH_AFTER: Duration = Duration::from_secs(600);
+const REFETCH_AT_MOST_EVERY: Duration = Duration::from_secs(30);
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest JWKS or discovery document read.
+const MAX_DOC_BYTES: usize = 1 << 20;
+/// Leeway for `exp` and `nbf`.
+pub const LEEWAY_SECS: u64 = 30;
+
+/// The algorithms accepted when none are configured: asymmetric only.
+pub const DEFAULT_ALGORITHMS: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+pub struct OAuth {
+    issuer: String,
+    audience: String,
+    jwks_uri: String,
+    algorithms: Vec<Algorithm>,
+    http: reqwest::Client,
+    keys: RwLock<(JwkSet, Instant)>,
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    sub: Option<String>,
+    client_id: Option<String>,
+    /// Space-separated (RFC 8693 / 9068).
+    scope: Option<String>,
+    /// An array, as some issuers write it.
+    scp: Option<Vec<String>>,
+}
+
+async fn fetch_json(http: &reqwest::Client, url: &str) -> Result<serde_json::Value, String> {
+    let shown = crate::trust::redact_url(url);
+    let r = http
+        .get(url)
+        .timeout(FETCH_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot fetch {shown}: {}",
+                crate::trust::redact_urls_in(&e.to_string())
+            )
+        })?;
+    if !r.status().is_success() {
+        return Err(format!("{shown} answered {}", r.status()));
+    }
+    let bytes = r
+        .bytes()
+        .await
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.len() > MAX_DOC_BYTES {
+        return Err(format!("{shown} sent more than {MAX_DOC_BYTES} bytes"));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| format!("{shown} is not JSON: {e}"))
+}
+
+impl OAuth {
+    /// Sets up validation for tokens of `issuer` meant for `audience` (this server's resource
+    /// URL). Fetches the keys now, so a wrong issuer fails the start, not the first call.
+    pub async fn new(
+        issuer: &str,
+        audience: &str,
+        jwks_uri: Option<&str>,
+        algorithms: Vec<Algorithm>,
+    ) -> Result<OAuth, String> {
+        if let Some(bad) = algorithms
+            .iter()
+            .find(|a| matches!(a, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512))
+        {
+            return Err(format!(
+                "{bad:?} is a shared-secret algorithm; a resource server verifies with the issuer's public keys"
+            ));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let jwks_uri = match jwks_uri {
+            Some(u) => u.to_string(),
+            None => {
+                let base = issuer.trim_end_matches('/');
+                let doc = fetch_json(&http, &format!("{base}/.well-known/openid-configuration"))
+                    .await
+                    .or(fetch_json(
+                        &http,
+                        &format!("{base}/.well-known/oauth-authorization-server"),
+                    )
+                    .await)?;
+                if doc.get("issuer").and_then(|v| v.as_str()) != Some(issuer) {
+                    return Err(format!(
+                        "the discovery document names the issuer {:?}, not {issuer:?}",
+                        doc.get("issuer")
+                    ));
+                }
+                doc.get("jwks_uri")
+                    .and_then(|v| v.as_str())
+                    .ok_or("the discovery document has no `jwks_uri`")?
+                    .to_string()
+            }
+        };
+        let keys = Self::fetch_keys(&http, &jwks_uri).await?;
+        Ok(OAuth {
+            issuer: issuer.to_string(),
+            audience: audience.to_string(),
+            jwks_uri,
+            algorithms: if algorithms.is_empty() {
+                DEFAULT_ALGORITHMS.to_vec()
+            } else {
+                algorithms
+            },
+            http,
+            keys: RwLock::new((keys, Instant::now())),
+        })
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    async fn fetch_keys(http: &reqwest::Client, uri: &str) -> Result<JwkSet, String> {
+        let doc = fetch_json(http, uri).await?;
+        serde_json::from_value(doc).map_err(|e| format!("the JWKS does not parse: {e}"))
+    }
+
+    /// The key for `kid`, fetching the set again when it is unknown or the cache is old.
+    async fn key(&self, kid: Option<&str>) -> Result<jsonwebtoken::jwk::Jwk, String> {
+        let pick = |set: &JwkSet| match kid {
+            Some(k) => set.find(k).cloned(),
+            None if set.keys.len() == 1 => set.keys.first().cloned(),
+            None => None,
+        };
+        {
+            let cached = self.keys.read().await;
+            if cached.1.elapsed() < REFRESH_AFTER {
+                if let Some(k) = pick(&cached.0) {
+                    return Ok(k);
+                }
+            }
+            if cached.1.elapsed() < REFETCH_AT_MOST_EVERY {
+                return pick(&cached.0).ok_or_else(|| "the token's signing key is unknown".into());
+            }
+        }
+        let fresh = Self::fetch_keys(&self.http, &self.jwks_uri).await;
+        let mut cached = self.keys.write().await;
+        if let Ok(set) = fresh {
+            *cached = (set, Instant::now());
+        } else {
+            // Keep the old keys, and do not hammer the issuer.
+            cached.1 = Instant::now() - REFRESH_AFTER + REFETCH_AT_MOST_EVERY;
+        }
+        pick(&cached.0).ok_or_else(|| "the token's signing key is unknown".into())
+    }
+
+    /// The principal of a valid access token; why not otherwise (said to the client, so it
+    /// names what failed, never the token).
+    pub async fn verify(&self, token: &str) -> Result<Principal, String> {
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| format!("not a signed JWT ({e})"))?;
+        if !self.algorithms.contains(&header.alg) {
+            return Err(format!("the algorithm {:?} is not accepted", header.alg));
+        }
+        let jwk = self.key(header.kid.as_deref()).await?;
+        let key = DecodingKey::from_jwk(&jwk).map_err(|e| format!("unusable signing key: {e}"))?;
+        // The header's algorithm, already checked against the allow-list (jsonwebtoken wants
+        // the validation's algorithms to be of the key's family).
+        let mut v = Validation::new(header.alg);
+        v.set_issuer(&[&self.issuer]);
+        v.set_audience(&[&self.audience]);
+        v.leeway = LEEWAY_SECS;
+        v.validate_nbf = true;
+        v.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &v).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind as K;
+            match e.kind() {
+                K::ExpiredSignature => "the token has expired".to_string(),
+                K::ImmatureSignature => "the token is not valid yet (nbf)".to_string(),
+                K::InvalidAudience => "the token is not meant for this server (aud)".to_string(),
+                K::InvalidIssuer => "the token is from another issuer (iss)".to_string(),
+                K::InvalidSignature => "the signature does not verify".to_string(),
+                K::MissingRequiredClaim(c) => format!("the token lacks the claim `{c}`"),
+                other => format!("the token is not valid ({other:?})"),
+            }
+        })?;
+        let c = data.claims;
+        let mut scopes: BTreeSet<String> = c
+            .scope
+            .as_deref()
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        scopes.extend(c.scp.unwrap_or_default());
+        let name = c
+            .sub
+            .or(c.client_id)
+            .unwrap_or_else(|| "unnamed client".into());
+        Ok(Principal { name, scopes })
+    }
+}

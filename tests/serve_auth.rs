@@ -1,0 +1,421 @@
+//! `toolreg serve --http` as an OAuth 2.1 resource server (issue 21), against a real, certified
+//! OpenID provider on loopback (panva/oidc-provider, pinned in tests/oidc/package-lock.json,
+//! installed by scripts/test) issuing client-credentials JWT access tokens, and with a static
+//! token file: who may call, what each caller may see, and the answers the spec requires.
+#![cfg(feature = "oauth")]
+
+mod common;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const RESOURCE: &str = "http://tools.test/mcp";
+
+/// Children killed when the test ends, however it ends.
+struct Procs(Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Reads `child`'s stdout or stderr until a line starts with `prefix`; keeps draining it.
+fn line_after(child: &mut Child, prefix: &str, stderr: bool) -> String {
+    let r: Box<dyn std::io::Read + Send> = if stderr {
+        Box::new(child.stderr.take().unwrap())
+    } else {
+        Box::new(child.stdout.take().unwrap())
+    };
+    let mut lines = std::io::BufReader::new(r).lines();
+    let mut seen = String::new();
+    let found = loop {
+        match lines.next() {
+            Some(Ok(l)) => match l.strip_prefix(prefix) {
+                Some(rest) => break rest.to_string(),
+                None => seen.push_str(&format!("{l}\n")),
+            },
+            _ => panic!("no line `{prefix}`; saw:\n{seen}"),
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    found
+}
+
+fn provider(procs: &mut Procs) -> String {
+    let dir = common::repo().join("tests/oidc");
+    assert!(
+        dir.join("node_modules/oidc-provider").is_dir(),
+        "oidc-provider is not installed: run `npm ci --prefix tests/oidc` (scripts/test does)"
+    );
+    let mut child = Command::new("node")
+        .arg(dir.join("provider.mjs"))
+        .env("RESOURCE", RESOURCE)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let issuer = line_after(&mut child, "issuer ", false);
+    procs.0.push(child);
+    issuer
+}
+
+/// The example catalog with `[access]`: `tools:read` grants reads, `tools:write` everything.
+fn registry(root: &Path) -> PathBuf {
+    let defs = root.join("defs");
+    common::copy_dir(&common::repo().join("definitions"), &defs);
+    let overlay = defs.join("toolreg.toml");
+    let mut text = std::fs::read_to_string(&overlay).unwrap();
+    text.push_str(
+        "\n[access.scopes.\"tools:read\"]\nkinds = [\"read\"]\n\n[access.scopes.\"tools:write\"]\nkinds = [\"read\", \"write\", \"destructive\"]\n",
+    );
+    std::fs::write(&overlay, text).unwrap();
+    let gen = root.join("gen");
+    let out = common::toolreg(
+        root,
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            gen.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    gen
+}
+
+fn serve(procs: &mut Procs, gen: &Path, extra: &[&str]) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args([
+            "serve",
+            "--registry",
+            gen.to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = line_after(&mut child, "toolreg serve: listening on ", true);
+    procs.0.push(child);
+    url
+}
+
+async fn token(issuer: &str, client: &str, scope: &str, resource: &str) -> String {
+    let r = reqwest::Client::new()
+        .post(format!("{issuer}/token"))
+        .basic_auth(client, Some(format!("{client}-secret")))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "grant_type=client_credentials&scope={scope}&resource={resource}"
+        ))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&r.bytes().await.unwrap()).unwrap();
+    body["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no token: {body}"))
+        .to_string()
+}
+
+async fn minted(issuer: &str, case: &str) -> String {
+    let r = reqwest::get(format!("{issuer}/test/mint?case={case}"))
+        .await
+        .unwrap();
+    String::from_utf8(r.bytes().await.unwrap().to_vec()).unwrap()
+}
+
+/// A raw MCP `tools/list` POST: the status and the `WWW-Authenticate` header.
+async fn raw_list(url: &str, token: Option<&str>) -> (u16, String) {
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#);
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let r = req.send().await.unwrap();
+    let header = r
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (r.status().as_u16(), header)
+}
+
+async fn client(url: &str, token: &str) -> RunningService<RoleClient, ()> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
+    ().serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+        config,
+    ))
+    .await
+    .expect("an authenticated MCP client connects")
+}
+
+async fn call(c: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> Value {
+    let Value::Object(args) = args else {
+        unreachable!()
+    };
+    let r = c
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .unwrap();
+    serde_json::to_value(&r).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_tokens_from_a_real_provider_decide_who_sees_and_runs_what() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut procs = Procs(Vec::new());
+    let issuer = provider(&mut procs);
+    let gen = registry(tmp.path());
+    let url = serve(
+        &mut procs,
+        &gen,
+        &["--oauth-issuer", &issuer, "--resource-url", RESOURCE],
+    );
+    let base = url.trim_end_matches("/mcp");
+
+    // No token: 401 naming the metadata (RFC 9728), which says who issues tokens.
+    let (status, header) = raw_list(&url, None).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        header,
+        "Bearer resource_metadata=\"http://tools.test/.well-known/oauth-protected-resource/mcp\""
+    );
+    let meta: Value = serde_json::from_slice(
+        &reqwest::get(format!("{base}/.well-known/oauth-protected-resource/mcp"))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["resource"], RESOURCE);
+    assert_eq!(meta["authorization_servers"], json!([issuer]));
+    assert_eq!(
+        meta["scopes_supported"],
+        json!(["tools:read", "tools:write"])
+    );
+
+    // Tokens that must not pass, each with the spec's header.
+    let good = token(&issuer, "writer", "tools:read tools:write", RESOURCE).await;
+    let (status, _) = raw_list(&url, Some(&minted(&issuer, "valid").await)).await;
+    assert_eq!(
+        status, 200,
+        "the minting key is the provider's: a good minted token passes"
+    );
+    let mut tampered: Vec<String> = good.split('.').map(str::to_owned).collect();
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let payload = String::from_utf8(b64.decode(&tampered[1]).unwrap())
+        .unwrap()
+        .replace("writer", "admin");
+    tampered[1] = b64.encode(payload.as_bytes());
+    let bad = [
+        ("expired", minted(&issuer, "expired").await, "expired"),
+        (
+            "wrong issuer",
+            minted(&issuer, "wrong_issuer").await,
+            "issuer",
+        ),
+        (
+            "unsigned (alg none)",
+            minted(&issuer, "none").await,
+            "not a signed JWT",
+        ),
+        (
+            "wrong audience",
+            token(&issuer, "writer", "tools:read", "http://other.test/mcp").await,
+            "aud",
+        ),
+        ("tampered", tampered.join("."), "signature"),
+        ("garbage", "trk_not-a-token".to_string(), "not a signed JWT"),
+    ];
+    for (case, t, why) in &bad {
+        let (status, header) = raw_list(&url, Some(t)).await;
+        assert_eq!(status, 401, "{case}");
+        assert!(
+            header.starts_with("Bearer resource_metadata=\"http://tools.test/")
+                && header.contains("error=\"invalid_token\"")
+                && header.contains(why),
+            "{case}: {header}"
+        );
+    }
+    // A valid token whose scopes grant nothing: 403 insufficient_scope.
+    let nobody = token(&issuer, "nobody", "tools:none", RESOURCE).await;
+    let (status, header) = raw_list(&url, Some(&nobody)).await;
+    assert_eq!(status, 403);
+    assert!(
+        header.contains("error=\"insufficient_scope\"")
+            && header.contains("scope=\"tools:read tools:write\""),
+        "{header}"
+    );
+
+    // The reader: works, sees and runs reads only, and learns no write op's name anywhere.
+    let reg: Value =
+        serde_json::from_slice(&std::fs::read(gen.join("registry.json")).unwrap()).unwrap();
+    let writes: Vec<String> = reg["ops"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["kind"] == "write")
+        .map(|(op, _)| op.clone())
+        .collect();
+    assert!(writes.iter().any(|w| w == "onto.task.update"));
+    let reader = client(
+        &url,
+        &token(&issuer, "reader", "tools:read", RESOURCE).await,
+    )
+    .await;
+    let listed = reader.list_tools(None).await.unwrap();
+    let mut seen = vec![serde_json::to_string(&listed).unwrap()];
+    for (tool, args) in [
+        ("tool_search", json!({"query": "update a task"})),
+        ("tool_search", json!({"query": "delete"})),
+        ("tool_search", json!({"query": "zzzz qqqq"})),
+        ("tool_help", json!({"path": "root"})),
+        ("tool_help", json!({"path": "onto"})),
+        ("tool_help", json!({"path": "onto.task"})),
+        ("tool_help", json!({"path": "onto.task.update"})),
+        ("tool_help", json!({"path": "onto.task.updat"})),
+        ("tool_exec", json!({"op": "onto.task.updat", "args": {}})),
+        (
+            "tool_exec",
+            json!({"op": "onto.task.list", "args": {"bogus": 1}}),
+        ),
+    ] {
+        seen.push(call(&reader, tool, args).await.to_string());
+    }
+    let all = seen.join("\n");
+    for w in &writes {
+        let shown = format!("\"{w}\"");
+        let inside = format!("{w} ");
+        assert!(
+            !all.contains(&shown) && !all.contains(&inside) && !all.contains(&format!("`{w}`")),
+            "the reader learned `{w}`"
+        );
+    }
+    assert!(all.contains("onto.task.list"), "reads stay visible");
+    // Running a write it guessed: FORBIDDEN, and the handler never runs.
+    let denied = call(
+        &reader,
+        "tool_exec",
+        json!({"op": "onto.task.update", "args": {"task_id": "t1"}}),
+    )
+    .await;
+    assert_eq!(
+        denied["structuredContent"]["error"]["code"], "FORBIDDEN",
+        "{denied}"
+    );
+
+    // The writer may run it (the example catalog has no handler: NOT_IMPLEMENTED, past scope).
+    let writer = client(&url, &good).await;
+    let ran = call(
+        &writer,
+        "tool_exec",
+        json!({"op": "onto.task.update", "args": {"task_id": "t1", "title": "x"}}),
+    )
+    .await;
+    assert_eq!(
+        ran["structuredContent"]["error"]["code"], "NOT_IMPLEMENTED",
+        "{ran}"
+    );
+    let writer_tools = writer.list_tools(None).await.unwrap();
+    assert_eq!(
+        writer_tools.tools.len(),
+        listed.tools.len(),
+        "the gateway lists its three tools to both"
+    );
+    drop((reader, writer));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_file_admits_its_principals_and_the_direct_surface_varies_by_scope() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut procs = Procs(Vec::new());
+    let gen = registry(tmp.path());
+    let mut file = String::new();
+    let mut tokens = Vec::new();
+    for (name, scope) in [("ro", "tools:read"), ("rw", "tools:write")] {
+        let out = common::toolreg(tmp.path(), &["token", name, "--scope", scope]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let entry = common::stderr(&out);
+        assert!(!entry.contains(&token), "the entry holds the hash only");
+        file.push_str(&entry);
+        tokens.push(token);
+    }
+    let path = tmp.path().join("tokens.toml");
+    std::fs::write(&path, file).unwrap();
+    let url = serve(
+        &mut procs,
+        &gen,
+        &[
+            "--auth-tokens",
+            path.to_str().unwrap(),
+            "--surface",
+            "direct",
+        ],
+    );
+    assert_eq!(raw_list(&url, None).await.0, 401);
+    assert_eq!(raw_list(&url, Some("trk_0000")).await.0, 401);
+    let ro = client(&url, &tokens[0]).await;
+    let rw = client(&url, &tokens[1]).await;
+    let names = |l: &rmcp::model::ListToolsResult| -> Vec<String> {
+        l.tools.iter().map(|t| t.name.to_string()).collect()
+    };
+    let (a, b) = (
+        names(&ro.list_tools(None).await.unwrap()),
+        names(&rw.list_tools(None).await.unwrap()),
+    );
+    assert!(
+        a.len() < b.len() && a.iter().all(|n| b.contains(n)),
+        "{a:?} vs {b:?}"
+    );
+    assert!(
+        !a.iter().any(|n| n == "update_onto_task") && b.iter().any(|n| n == "update_onto_task")
+    );
+    assert_eq!(
+        a,
+        names(&ro.list_tools(None).await.unwrap()),
+        "stable per principal"
+    );
+    drop((ro, rw));
+
+    // Listening beyond loopback without authentication is refused, with what to do.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args([
+            "serve",
+            "--registry",
+            gen.to_str().unwrap(),
+            "--http",
+            "0.0.0.0:0",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains("--auth-tokens"),
+        "{}",
+        common::stderr(&out)
+    );
+}
