@@ -134,6 +134,13 @@ pub struct ServeArgs {
     /// Requests per second one caller may make (0: no limit)
     #[arg(long, value_name = "N", default_value_t = 0, requires = "http")]
     rate_limit: u32,
+    /// Write one JSON line per tools/call (who, op, upstream, outcome, latency, a digest of
+    /// the arguments, never their values) to FILE, or to stderr with `-`
+    #[arg(long, value_name = "FILE")]
+    audit: Option<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (a listener of its own)
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
     /// Where idempotency keys live: `memory` (this process) or `redis://HOST:PORT[/DB]`, shared
     /// by replicas so a keyed write runs once across them (needs the `redis` feature)
     #[arg(long, value_name = "STORE", default_value = "memory")]
@@ -253,11 +260,38 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let audit = match args
+        .audit
+        .as_deref()
+        .map(toolreg::serve::observe::AuditSink::open)
+    {
+        Some(Ok(sink)) => Some(std::sync::Arc::new(sink)),
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+        None => None,
+    };
+    let observer = toolreg::serve::observe::Observer {
+        metrics: std::sync::Arc::default(),
+        audit,
+    };
+    if let Some(addr) = args.metrics {
+        let metrics = std::sync::Arc::clone(&observer.metrics);
+        match rt.block_on(toolreg::serve::observe::serve_metrics(addr, metrics)) {
+            Ok(bound) => eprintln!("toolreg serve: metrics on http://{bound}/metrics"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let options = toolreg::serve::ServeOptions {
         store,
         #[cfg(feature = "semantic")]
         hybrid: args.ranking.choice(),
         approvals: None,
+        observer,
     };
     let server = match toolreg::serve::Server::load_with(&args.registry, &args.surface, options) {
         Ok(s) => s,

@@ -365,6 +365,13 @@ async fn a_token_file_admits_its_principals_and_the_direct_surface_varies_by_sco
     }
     let path = tmp.path().join("tokens.toml");
     std::fs::write(&path, file).unwrap();
+    let audit = tmp.path().join("audit.jsonl");
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
     let url = serve(
         &mut procs,
         &gen,
@@ -373,6 +380,10 @@ async fn a_token_file_admits_its_principals_and_the_direct_surface_varies_by_sco
             path.to_str().unwrap(),
             "--surface",
             "direct",
+            "--audit",
+            audit.to_str().unwrap(),
+            "--metrics",
+            &metrics_addr,
         ],
     );
     assert_eq!(raw_list(&url, None).await.0, 401);
@@ -398,7 +409,61 @@ async fn a_token_file_admits_its_principals_and_the_direct_surface_varies_by_sco
         names(&ro.list_tools(None).await.unwrap()),
         "stable per principal"
     );
+    // Audit: one line per tools/call, with the principal and never an argument's value.
+    let secret = "do-not-log-4711";
+    call(&ro, "list_onto_tasks", json!({"project_id": secret})).await;
+    call(&rw, "update_onto_task", json!({"task_id": secret})).await;
     drop((ro, rw));
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["principal"], "ro");
+    assert_eq!(lines[0]["op"], "onto.task.list");
+    assert_eq!(lines[1]["principal"], "rw");
+    assert_eq!(lines[1]["code"], "NOT_IMPLEMENTED");
+    assert!(lines
+        .iter()
+        .all(|l| l["args_b3"].as_str().unwrap().starts_with("b3:")));
+    assert!(!std::fs::read_to_string(&audit).unwrap().contains(secret));
+    // Metrics: what was counted, in a text Debian's promtool accepts.
+    let text = String::from_utf8(
+        reqwest::get(format!("http://{metrics_addr}/metrics"))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    assert!(
+        text.contains("toolreg_calls_total{code=\"NOT_IMPLEMENTED\",op=\"onto.task.update\"} 1"),
+        "{text}"
+    );
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool is installed (Debian's prometheus package; scripts/test installs it)");
+    use std::io::Write;
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let checked = promtool.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
 
     // Listening beyond loopback without authentication is refused, with what to do.
     let out = Command::new(env!("CARGO_BIN_EXE_toolreg"))

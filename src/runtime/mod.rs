@@ -146,6 +146,11 @@ impl Scope {
     pub fn contains(&self, r: &OpRecord) -> bool {
         self.ops.as_ref().is_none_or(|ops| ops.contains(&r.op))
     }
+
+    /// Whether the scope lists `op` (every name when it lists none).
+    pub fn contains_op(&self, op: &str) -> bool {
+        self.ops.as_ref().is_none_or(|ops| ops.contains(op))
+    }
 }
 
 /// An exec call as the model sends it. `args` may arrive as an object, as JSON text (kept raw

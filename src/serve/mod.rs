@@ -13,6 +13,7 @@ pub mod auth;
 pub mod http;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+pub mod observe;
 mod pool;
 #[cfg(feature = "redis")]
 mod redis_store;
@@ -101,6 +102,8 @@ pub struct ServeOptions {
     /// Which upstream launch specs may run; this machine's approvals file when unset. A
     /// registry naming any other upstream is refused before anything starts.
     pub approvals: Option<crate::trust::Approvals>,
+    /// Metrics and the audit log.
+    pub observer: observe::Observer,
 }
 
 /// The idempotency store `--idempotency` names: `memory` (the runtime's default, this process
@@ -146,6 +149,9 @@ struct Inner {
     surface_scope: Scope,
     version: String,
     pool: Arc<Pool>,
+    observer: observe::Observer,
+    /// op -> the upstream that serves it.
+    upstream_of: std::collections::HashMap<String, String>,
     /// One view per distinct set of scopes seen, built on first use.
     views: std::sync::Mutex<std::collections::HashMap<Vec<String>, Arc<View>>>,
 }
@@ -225,8 +231,15 @@ impl Server {
         }
         let tools = read_surface(&surface_file(dir, surface)?)?;
         let version = reg.registry_version.clone();
-        let pool = Arc::new(Pool::new(reg.upstreams.clone()));
+        let pool = Arc::new(Pool::with_metrics(
+            reg.upstreams.clone(),
+            Arc::clone(&options.observer.metrics),
+        ));
         let owned = upstream_ops(&reg);
+        let upstream_of = owned
+            .iter()
+            .map(|(op, (up, _))| (op.clone(), up.clone()))
+            .collect();
         #[cfg(feature = "semantic")]
         let hybrid = crate::runtime::hybrid::Hybrid::beside(dir, &reg, &options.hybrid)
             .map_err(ServeError::Semantic)?;
@@ -269,6 +282,8 @@ impl Server {
                 surface_scope,
                 version,
                 pool,
+                observer: options.observer,
+                upstream_of,
                 views: Default::default(),
             }),
         })
@@ -397,6 +412,51 @@ impl Server {
         args: Option<Map<String, Value>>,
         principal: Option<&Principal>,
     ) -> Result<CallToolResult, ErrorData> {
+        let started = std::time::Instant::now();
+        let audit_args = self
+            .inner
+            .observer
+            .audit
+            .as_ref()
+            .map(|_| Value::Object(args.clone().unwrap_or_default()));
+        let answer = self.answer_call(name, args, principal).await;
+        let took = started.elapsed();
+        let (op, code) = outcome(name, &answer);
+        // Ops a caller may not see are counted under their code, but named only for callers
+        // that may (an unknown or hidden name is `unknown`).
+        // Only names of the registry (or the gateway tool itself) become labels: a caller
+        // cannot grow the metrics by inventing op names.
+        let known = self.inner.gateway.registry().ops.contains_key(&op)
+            && self.view(principal).scope.contains_op(&op);
+        let op = if known || op == name {
+            op
+        } else {
+            "unknown".to_string()
+        };
+        self.inner.observer.metrics.call(&op, &code, took);
+        if let (Some(sink), Some(args)) = (&self.inner.observer.audit, &audit_args) {
+            sink.write(
+                &observe::CallRecord {
+                    principal: principal.map(|p| p.name.as_str()),
+                    tool: name,
+                    op: &op,
+                    upstream: self.inner.upstream_of.get(&op).map(String::as_str),
+                    code: &code,
+                    took,
+                    args,
+                }
+                .to_json(),
+            );
+        }
+        answer
+    }
+
+    async fn answer_call(
+        &self,
+        name: &str,
+        args: Option<Map<String, Value>>,
+        principal: Option<&Principal>,
+    ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
         let view = self.view(principal);
         if !view.tool_names.contains(name) {
@@ -506,6 +566,34 @@ impl Server {
         }
         json_result(&v, failed)
     }
+}
+
+/// The op and outcome code of an answer: `ok`, the envelope's error code, `UPSTREAM_ERROR` for an
+/// upstream's own `isError` result, or `PROTOCOL_ERROR` for a JSON-RPC error.
+fn outcome(tool: &str, answer: &Result<CallToolResult, ErrorData>) -> (String, String) {
+    let Ok(r) = answer else {
+        return ("unknown".into(), "PROTOCOL_ERROR".into());
+    };
+    let meta_op = r
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("toolreg"))
+        .and_then(|t| t.get("op"))
+        .and_then(Value::as_str);
+    let envelope = r.structured_content.as_ref();
+    let op = meta_op
+        .or_else(|| envelope.and_then(|e| e.get("op")).and_then(Value::as_str))
+        .unwrap_or(tool)
+        .to_string();
+    let code = if r.is_error != Some(true) {
+        "ok".to_string()
+    } else {
+        envelope
+            .and_then(|e| e.pointer("/error/code"))
+            .and_then(Value::as_str)
+            .map_or_else(|| "UPSTREAM_ERROR".to_string(), str::to_owned)
+    };
+    (op, code)
 }
 
 /// The scope the gateway was set up with (the surface's).

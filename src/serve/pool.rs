@@ -28,15 +28,28 @@ struct Slot {
 pub struct Pool {
     specs: BTreeMap<String, Upstream>,
     slots: BTreeMap<String, Mutex<Slot>>,
+    metrics: Arc<super::observe::Metrics>,
 }
 
 impl Pool {
     pub fn new(specs: BTreeMap<String, Upstream>) -> Pool {
+        Self::with_metrics(specs, Arc::default())
+    }
+
+    /// A pool that counts its session starts in `metrics`.
+    pub fn with_metrics(
+        specs: BTreeMap<String, Upstream>,
+        metrics: Arc<super::observe::Metrics>,
+    ) -> Pool {
         let slots = specs
             .keys()
             .map(|k| (k.clone(), Mutex::default()))
             .collect();
-        Pool { specs, slots }
+        Pool {
+            specs,
+            slots,
+            metrics,
+        }
     }
 
     /// Starts every upstream now; failures are printed and retried on first use.
@@ -82,6 +95,7 @@ impl Pool {
         }
         match Session::start(name, spec).await {
             Ok(s) => {
+                self.metrics.upstream_started(name);
                 let s = Arc::new(s);
                 slot.session = Some(Arc::clone(&s));
                 slot.failures = 0;
