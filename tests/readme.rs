@@ -61,7 +61,11 @@ fn every_runtime_error_code_is_documented() {
 fn the_mcp_server_error_codes_are_documented() {
     use toolreg::serve::codes;
     let text = read("docs/guide.md");
-    for code in [codes::UPSTREAM_UNAVAILABLE, codes::UPSTREAM_TIMEOUT] {
+    for code in [
+        codes::UPSTREAM_UNAVAILABLE,
+        codes::UPSTREAM_TIMEOUT,
+        codes::UPSTREAM_TOO_LARGE,
+    ] {
         assert!(
             text.contains(&format!("| `{code}` |")),
             "docs/guide.md lacks a row for {code}"

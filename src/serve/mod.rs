@@ -46,6 +46,8 @@ pub mod codes {
     pub const UPSTREAM_UNAVAILABLE: &str = "UPSTREAM_UNAVAILABLE";
     /// The upstream did not answer within its time limit.
     pub const UPSTREAM_TIMEOUT: &str = "UPSTREAM_TIMEOUT";
+    /// The upstream sent a message over the size limit (16 MiB): its session was ended.
+    pub const UPSTREAM_TOO_LARGE: &str = "UPSTREAM_TOO_LARGE";
 }
 
 /// Which generated surface the server lists.

@@ -2,7 +2,7 @@
 //! A session that dies is reported as UPSTREAM_UNAVAILABLE on the call that saw it and started
 //! again for the next call; repeated start failures back off (0.25 s doubling, at most 10 s).
 
-use super::codes::{UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE};
+use super::codes::{UPSTREAM_TIMEOUT, UPSTREAM_TOO_LARGE, UPSTREAM_UNAVAILABLE};
 use crate::registry::Upstream;
 use crate::runtime::HandlerError;
 use crate::upstream::{Session, UpstreamError};
@@ -170,6 +170,8 @@ static INCIDENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 fn from_upstream(name: &str, e: UpstreamError) -> HandlerError {
     let code = if e.is_timeout() {
         UPSTREAM_TIMEOUT
+    } else if e.is_too_large() {
+        UPSTREAM_TOO_LARGE
     } else {
         UPSTREAM_UNAVAILABLE
     };

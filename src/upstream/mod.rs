@@ -14,7 +14,6 @@ use rmcp::ServiceExt;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncBufReadExt;
 
 type ToolsTap = Arc<Mutex<Option<Vec<Value>>>>;
 
@@ -24,6 +23,10 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(20);
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of a server's stderr is kept for error messages.
 const STDERR_TAIL: usize = 2048;
+/// The longest message (one line of a stdio server's stdout) read from an upstream; a longer
+/// one, or output that never ends its line, fails the calls waiting on that server at once
+/// (UPSTREAM_TOO_LARGE) and ends its session, with memory bounded by this.
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
@@ -44,6 +47,8 @@ pub enum UpstreamError {
         limit: Duration,
         stderr: String,
     },
+    #[error("upstream `{name}` sent a message over {} MiB during {what}; its session was ended", MAX_MESSAGE_BYTES >> 20)]
+    TooLarge { name: String, what: String },
     #[error("upstream `{name}` failed during {what}: {reason}{}", stderr_note(.stderr))]
     Failed {
         name: String,
@@ -57,6 +62,11 @@ impl UpstreamError {
     /// A timeout (as opposed to a server that is gone or broken).
     pub fn is_timeout(&self) -> bool {
         matches!(self, UpstreamError::Timeout { .. })
+    }
+
+    /// A message over [`MAX_MESSAGE_BYTES`].
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, UpstreamError::TooLarge { .. })
     }
 
     /// The server's stderr tail, if this error kept one.
@@ -111,8 +121,34 @@ pub struct Session {
     /// (the SDK's types drop fields they do not know, e.g. `execution`).
     tools_tap: ToolsTap,
     call_timeout: Duration,
+    /// Set (and notified) when the server sent a message over the size limit.
+    oversize: Arc<Oversize>,
     /// `name version` the server reported.
     pub server: String,
+}
+
+/// A stdio server's message over [`MAX_MESSAGE_BYTES`]: seen once, then the session is over.
+#[derive(Default)]
+struct Oversize {
+    seen: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Oversize {
+    fn mark(&self) {
+        self.seen.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.seen.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl Session {
@@ -193,6 +229,7 @@ impl Session {
             None,
             Arc::default(),
             Arc::default(),
+            Arc::default(),
             spec,
         ))
     }
@@ -203,6 +240,7 @@ impl Session {
         group: Option<i32>,
         stderr: Arc<Mutex<String>>,
         tools_tap: ToolsTap,
+        oversize: Arc<Oversize>,
         spec: &Upstream,
     ) -> Session {
         let server = service
@@ -220,6 +258,7 @@ impl Session {
             stderr,
             tools_tap,
             call_timeout: spec.timeout_ms.map_or(CALL_TIMEOUT, Duration::from_millis),
+            oversize,
             server,
         }
     }
@@ -257,12 +296,14 @@ impl Session {
         let first_garbage = Arc::new(Mutex::new(None::<String>));
         let (json_lines, session_input) = tokio::io::duplex(1 << 16);
         let tools_tap = Arc::new(Mutex::new(None));
+        let oversize = Arc::new(Oversize::default());
         tokio::spawn(filter_json_lines(
             stdout,
             json_lines,
             Arc::clone(&garbage),
             Arc::clone(&first_garbage),
             Arc::clone(&tools_tap),
+            Arc::clone(&oversize),
         ));
         let tail = |s: &Arc<Mutex<String>>| s.lock().map(|t| t.clone()).unwrap_or_default();
         let failed = |reason: String, stderr: &Arc<Mutex<String>>| UpstreamError::Failed {
@@ -309,7 +350,7 @@ impl Session {
             let _ = child.wait().await;
         });
         Ok(Session::running(
-            name, service, group, stderr, tools_tap, spec,
+            name, service, group, stderr, tools_tap, oversize, spec,
         ))
     }
 
@@ -372,10 +413,24 @@ impl Session {
     ) -> Result<CallToolResult, UpstreamError> {
         let what = format!("tools/call `{tool}`");
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        tokio::time::timeout(self.call_timeout, self.service.call_tool(params))
-            .await
-            .map_err(|_| self.timeout(&what, self.call_timeout))?
-            .map_err(|e| self.failed(&what, e))
+        let called = tokio::time::timeout(self.call_timeout, self.service.call_tool(params));
+        let too_large = |what: String| UpstreamError::TooLarge {
+            name: self.name.clone(),
+            what,
+        };
+        let result = tokio::select! {
+            r = called => r
+                .map_err(|_| self.timeout(&what, self.call_timeout))
+                .and_then(|r| r.map_err(|e| self.failed(&what, e))),
+            _ = self.oversize.wait() => return Err(too_large(what)),
+        };
+        // The session may see its input close before the oversize note is read: say why.
+        match result {
+            Err(_) if self.oversize.seen.load(std::sync::atomic::Ordering::SeqCst) => {
+                Err(too_large(what))
+            }
+            other => other,
+        }
     }
 
     /// Closes the session and stops the server's whole process group.
@@ -393,12 +448,17 @@ impl Drop for Session {
 
 /// Keeps the last `STDERR_TAIL` bytes of a server's stderr.
 fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
+    use tokio::io::AsyncReadExt;
+    // Read in chunks, not lines: a server that never ends a line must not grow memory.
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(err).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let mut err = err;
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n) = err.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
             let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
-            t.push_str(&line);
-            t.push('\n');
+            t.push_str(&String::from_utf8_lossy(&buf[..n]));
             if t.len() > STDERR_TAIL {
                 let mut cut = t.len() - STDERR_TAIL;
                 while !t.is_char_boundary(cut) {
@@ -411,17 +471,34 @@ fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
 }
 
 /// Copies the server's stdout to the session, line by line, dropping lines that are not JSON.
+/// A line over [`MAX_MESSAGE_BYTES`] (or output that never ends its line) is not buffered
+/// further: the session ends and the calls waiting on it fail at once.
 async fn filter_json_lines(
     stdout: tokio::process::ChildStdout,
     mut to_session: tokio::io::DuplexStream,
     garbage: Arc<tokio::sync::Notify>,
     first_garbage: Arc<Mutex<Option<String>>>,
     tools_tap: ToolsTap,
+    oversize: Arc<Oversize>,
 ) {
     use tokio::io::AsyncWriteExt;
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let trimmed = line.trim();
+    let mut reader = tokio::io::BufReader::with_capacity(1 << 16, stdout);
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        line.clear();
+        match read_bounded_line(&mut reader, &mut line, MAX_MESSAGE_BYTES).await {
+            Ok(Line::Done) => {}
+            Ok(Line::End) => break,
+            Ok(Line::TooLong) => {
+                oversize.mark();
+                break;
+            }
+            Err(_) => break,
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            continue;
+        };
+        let trimmed = text.trim();
         if trimmed.is_empty() {
             continue;
         }
@@ -455,7 +532,48 @@ async fn filter_json_lines(
             break;
         }
     }
-    // EOF: dropping `to_session` closes the session's input, so it sees the server is gone.
+    // EOF or an oversized message: dropping `to_session` closes the session's input, so it
+    // sees the server is gone.
+}
+
+enum Line {
+    /// A whole line (without its newline) is in the buffer.
+    Done,
+    /// The output ended with nothing more.
+    End,
+    /// The line passed the limit before it ended.
+    TooLong,
+}
+
+/// Reads up to the next newline into `line`, never holding more than `max` bytes of it.
+async fn read_bounded_line<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    use tokio::io::AsyncBufReadExt;
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(if line.is_empty() {
+                Line::End
+            } else {
+                Line::Done
+            });
+        }
+        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        if line.len() + take > max {
+            return Ok(Line::TooLong);
+        }
+        line.extend_from_slice(&chunk[..take]);
+        reader.consume(if done { take + 1 } else { take });
+        if done {
+            return Ok(Line::Done);
+        }
+    }
 }
 
 /// SIGTERM, then SIGKILL, to a process group (no-op without one).

@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// A misbehaving MCP server over stdio for tests/serve_hostile.rs: minimal JSON-RPC, one tool
+// per fault. `big` answers with a 20 MB result line; `endless` writes 64 MB with no newline;
+// `leak` prints a secret to stderr and dies mid-call; `slow` answers after 20 s; `echo` answers
+// its arguments (a control).
+import { createInterface } from "node:readline";
+
+const send = (msg) => process.stdout.write(JSON.stringify(msg) + "\n");
+const tool = (name, description) => ({
+  name,
+  description,
+  inputSchema: { type: "object", properties: { note: { type: "string" } } },
+});
+const tools = [
+  tool("big", "Return a very large result."),
+  tool("endless", "Write output that never ends its line."),
+  tool("leak", "Print secrets to stderr and crash."),
+  tool("slow", "Answer after twenty seconds."),
+  tool("echo", "Return the arguments."),
+];
+
+createInterface({ input: process.stdin }).on("line", (line) => {
+  let msg;
+  try { msg = JSON.parse(line); } catch { return; }
+  const { id, method, params } = msg;
+  if (method === "initialize") {
+    send({ jsonrpc: "2.0", id, result: {
+      protocolVersion: params.protocolVersion,
+      capabilities: { tools: {} },
+      serverInfo: { name: "hostile", version: "1.0.0" },
+    } });
+  } else if (method === "tools/list") {
+    send({ jsonrpc: "2.0", id, result: { tools } });
+  } else if (method === "tools/call") {
+    const name = params.name;
+    if (name === "big") {
+      send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "x".repeat(20 << 20) }] } });
+    } else if (name === "endless") {
+      const chunk = "y".repeat(1 << 20);
+      let n = 0;
+      const more = () => {
+        while (n < 64) {
+          n += 1;
+          if (!process.stdout.write(chunk)) { process.stdout.once("drain", more); return; }
+        }
+      };
+      more();
+    } else if (name === "leak") {
+      process.stderr.write("SECRET_TOKEN=sk-live-0123456789 DATABASE_URL=postgres://app:hunter2@db/prod\n");
+      setTimeout(() => process.exit(1), 50);
+    } else if (name === "slow") {
+      setTimeout(() => send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "late" }] } }), 20000);
+    } else {
+      send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: JSON.stringify(params.arguments ?? {}) }] } });
+    }
+  } else if (id !== undefined) {
+    send({ jsonrpc: "2.0", id, error: { code: -32601, message: "method not found" } });
+  }
+});

@@ -1,0 +1,258 @@
+//! `toolreg serve --http` under a hostile upstream and hostile clients (issue 21): a 20 MB
+//! result and output that never ends its line are refused at once with their own code and
+//! bounded memory, a dying upstream's stderr secrets stay in the operator's log, 1,100 idle
+//! connections do not keep another client out, and SIGTERM mid-request stops the server in
+//! about 2 s. The upstream is tests/mcp/hostile-server.mjs, a real stdio MCP server.
+#![cfg(feature = "mcp")]
+
+mod common;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+struct Served {
+    child: std::process::Child,
+    url: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn peak_rss_mb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        / 1024
+}
+
+fn start(root: &std::path::Path) -> (Served, Value) {
+    let approvals = root.join("approved.toml");
+    let defs = root.join("defs");
+    let gen = root.join("gen");
+    let server = common::repo().join("tests/mcp/hostile-server.mjs");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .args(args)
+            .env("TOOLREG_APPROVALS", &approvals)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", common::stderr(&out));
+    };
+    run(&[
+        "import",
+        "mcp",
+        "hostile",
+        "-d",
+        defs.to_str().unwrap(),
+        "--timeout-ms",
+        "30000",
+        "--",
+        "node",
+        server.to_str().unwrap(),
+    ]);
+    run(&[
+        "build",
+        "-d",
+        defs.to_str().unwrap(),
+        "--out",
+        gen.to_str().unwrap(),
+    ]);
+    let reg: Value =
+        serde_json::from_slice(&std::fs::read(gen.join("registry.json")).unwrap()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args([
+            "serve",
+            "--registry",
+            gen.to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .env("TOOLREG_APPROVALS", &approvals)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("serve printed its address").unwrap();
+        if let Some(u) = line.strip_prefix("toolreg serve: listening on ") {
+            break u.to_string();
+        }
+    };
+    let keep = Arc::clone(&log);
+    std::thread::spawn(move || {
+        for l in lines.map_while(Result::ok) {
+            let mut k = keep.lock().unwrap();
+            k.push_str(&l);
+            k.push('\n');
+        }
+    });
+    (Served { child, url, log }, reg)
+}
+
+async fn client(url: &str) -> RunningService<RoleClient, ()> {
+    ().serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+        url.to_string(),
+    ))
+    .await
+    .unwrap()
+}
+
+fn op_of(reg: &Value, tool: &str) -> String {
+    reg["ops"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, r)| r["tool_name"] == tool)
+        .map(|(op, _)| op.clone())
+        .unwrap()
+}
+
+async fn exec(c: &RunningService<RoleClient, ()>, op: &str) -> Value {
+    let args = json!({"op": op, "args": {"note": "n"}});
+    let Value::Object(args) = args else {
+        unreachable!()
+    };
+    let r = c
+        .call_tool(CallToolRequestParams::new("tool_exec").with_arguments(args))
+        .await
+        .unwrap();
+    serde_json::to_value(r).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_and_endless_upstream_output_is_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (served, reg) = start(tmp.path());
+    let c = client(&served.url).await;
+    for tool in ["big", "endless"] {
+        let started = Instant::now();
+        let r = exec(&c, &op_of(&reg, tool)).await;
+        assert_eq!(r["isError"], true, "{tool}");
+        assert_eq!(
+            r["structuredContent"]["error"]["code"], "UPSTREAM_TOO_LARGE",
+            "{tool}: {r}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{tool}: {:?}",
+            started.elapsed()
+        );
+        // The next call gets a fresh session.
+        let ok = exec(&c, &op_of(&reg, "echo")).await;
+        assert_ne!(ok["isError"], true, "{ok}");
+    }
+    let peak = peak_rss_mb(served.child.id());
+    assert!(peak < 400, "toolreg serve peaked at {peak} MB");
+    eprintln!("peak RSS after a 20 MB result and 64 MB without a newline: {peak} MB");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_stderr_secrets_stay_in_the_operators_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (served, reg) = start(tmp.path());
+    let c = client(&served.url).await;
+    let r = exec(&c, &op_of(&reg, "leak")).await;
+    let text = r.to_string();
+    assert_eq!(
+        r["structuredContent"]["error"]["code"], "UPSTREAM_UNAVAILABLE",
+        "{r}"
+    );
+    for secret in ["sk-live-0123456789", "hunter2", "SECRET_TOKEN"] {
+        assert!(
+            !text.contains(secret),
+            "{secret} reached the client: {text}"
+        );
+    }
+    let incident = r["structuredContent"]["error"]["details"]["incident"]
+        .as_str()
+        .expect("the envelope points at the log")
+        .to_string();
+    std::thread::sleep(Duration::from_millis(200));
+    let log = served.log.lock().unwrap().clone();
+    assert!(log.contains(&incident) && log.contains("sk-live"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_do_not_shut_others_out_and_sigterm_stops_mid_request() {
+    // This test opens 1,100 sockets itself: lift its own soft limit first.
+    // SAFETY: getrlimit/setrlimit on a struct owned here.
+    unsafe {
+        let mut l = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+        l.rlim_cur = l.rlim_max.min(8192);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut served, reg) = start(tmp.path());
+    let addr = served
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let idle: Vec<std::net::TcpStream> = (0..1_100)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    let started = Instant::now();
+    let c = client(&served.url).await;
+    let listed = c.list_tools(None).await.unwrap();
+    assert_eq!(listed.tools.len(), 3);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "served after {:?} beside 1,100 idle connections",
+        started.elapsed()
+    );
+    drop(idle);
+
+    // SIGTERM while a call waits on a slow upstream: gone within about 2 s.
+    let slow = op_of(&reg, "slow");
+    let pending = tokio::spawn(async move {
+        let args = json!({"op": slow, "args": {}});
+        let Value::Object(args) = args else {
+            unreachable!()
+        };
+        // The server goes away under it: an error here is the point, not a failure.
+        let _ = c
+            .call_tool(CallToolRequestParams::new("tool_exec").with_arguments(args))
+            .await;
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let signalled = Instant::now();
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(served.child.id() as i32, libc::SIGTERM);
+    }
+    let status = loop {
+        if let Some(s) = served.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(6),
+            "still running 6 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = signalled.elapsed();
+    assert!(took < Duration::from_secs(4), "stopped after {took:?}");
+    eprintln!("stopped {took:?} after SIGTERM mid-request ({status})");
+    pending.abort();
+}
