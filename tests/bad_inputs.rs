@@ -10,6 +10,8 @@ use std::path::Path;
 
 /// case -> (lint exit code, codes that must appear).
 const CASES: &[(&str, i32, &[&str])] = &[
+    // [access]: a kind that does not exist, an unknown profile, a glob and a name matching no op.
+    ("access", 1, &["TR020", "TR042", "TR043"]),
     // An ANSI escape, a newline forging a diagnostic line, a NUL: errors, printed escaped.
     ("control_chars", 1, &["TR028", "TR021"]),
     ("dead_alias", 1, &["TR017", "TR018", "TR020"]),
