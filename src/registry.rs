@@ -148,6 +148,10 @@ pub struct OpRecord {
     pub destructive: bool,
     pub dry_run_default: bool,
     pub hidden: bool,
+    /// Arguments the schema does not declare reach the handler or upstream (the overlay's
+    /// `pass_unknown_arguments`); by default they are dropped. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pass_unknown_arguments: bool,
     pub tags: Vec<String>,
     pub aliases: Vec<String>,
     /// Top-level arguments in declared order.

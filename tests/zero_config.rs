@@ -409,4 +409,29 @@ fn wrong_argument_names_under_open_schemas() {
         .filter(|w| w.contains("dropped before the call"))
         .count();
     assert_eq!(dropped, 2, "{:?}", env.meta.warnings);
+
+    // An op whose overlay says `pass_unknown_arguments = true` lets them through (and says so).
+    let passing = tmp.path().join("passing");
+    common::copy_dir(&out, &passing);
+    let path = passing.join("registry.json");
+    let mut reg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    reg["ops"]["filesystem.file.read"]["pass_unknown_arguments"] = serde_json::json!(true);
+    std::fs::write(&path, reg.to_string()).unwrap();
+    let mut gw = toolreg::runtime::Gateway::from_dir(&passing).unwrap();
+    let s = std::sync::Arc::clone(&seen);
+    gw.handle_sync("filesystem.file.read", move |args| {
+        *s.lock().unwrap() = args.clone();
+        Ok(serde_json::json!({"ok": true}))
+    })
+    .unwrap();
+    let env = toolreg::runtime::block_on(gw.exec(toolreg::runtime::ExecCall::from_value(
+        &serde_json::json!({"op": "filesystem.file.read", "args": {"path": "/tmp/x", "hed": 3}}),
+    )));
+    assert!(env.ok, "{}", env.to_json());
+    assert_eq!(
+        *seen.lock().unwrap(),
+        serde_json::json!({"path": "/tmp/x", "hed": 3})
+    );
+    assert!(env.meta.warnings.iter().any(|w| w.contains("passed on")));
 }

@@ -86,6 +86,7 @@ pub fn assemble(
             destructive: t.destructive,
             dry_run_default: ov.and_then(|o| o.dry_run_default).unwrap_or(false),
             hidden: ov.and_then(|o| o.hidden).unwrap_or(false),
+            pass_unknown_arguments: ov.and_then(|o| o.pass_unknown_arguments).unwrap_or(false),
             tags,
             aliases,
             args,

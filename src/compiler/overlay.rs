@@ -339,6 +339,9 @@ pub struct OpOverride {
     pub destructive: Option<bool>,
     pub dry_run_default: Option<bool>,
     pub hidden: Option<bool>,
+    /// Let arguments the schema does not declare through to the handler or upstream (they are
+    /// dropped otherwise): for an op whose schema is incomplete on purpose.
+    pub pass_unknown_arguments: Option<bool>,
     pub summary: Option<String>,
     #[serde(default)]
     pub tags: Vec<String>,

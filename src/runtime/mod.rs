@@ -687,7 +687,11 @@ impl Gateway {
         // schema does not declare (and does not open on purpose) are dropped, so neither a
         // handler nor an upstream receives a field nobody validated.
         let unknown = validate::unknown_arguments(&record.parameters_schema, &args);
-        let dropped = validate::strip_undeclared(&record.parameters_schema, &mut args);
+        let dropped = if record.pass_unknown_arguments {
+            Default::default()
+        } else {
+            validate::strip_undeclared(&record.parameters_schema, &mut args)
+        };
         let mut errors = self.validate(record, &args);
         for u in unknown {
             let fate = if dropped.contains(&u.pointer) {
