@@ -359,6 +359,62 @@ async fn an_upstream_token_comes_from_the_environment_and_is_written_nowhere() {
     let log = std::fs::read_to_string(&g.auth_log).unwrap();
     assert!(log.lines().filter(|l| *l == "ok").count() >= 2, "{log}");
 
+    // A client of `serve --http` with its own bearer token: the upstream sees the upstream's
+    // token only, never the client's (issue 21).
+    let (client_token, entry) = toolreg::serve::auth::new_token("client", &[]).unwrap();
+    let tokens = root.join("tokens.toml");
+    std::fs::write(&tokens, entry).unwrap();
+    let mut http = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args([
+            "serve",
+            "--registry",
+            gen.to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .args(["--auth-tokens", tokens.to_str().unwrap()])
+        .env("TOOLREG_APPROVALS", &approvals)
+        .env("GW_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let http_url = first_line_after(&mut http, "toolreg serve: listening on ", true);
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            http_url,
+        )
+        .auth_header(client_token.clone());
+    let remote = ()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+            config,
+        ))
+        .await
+        .unwrap();
+    let r = remote
+        .call_tool(call(json!({"op": search_op, "args": {"query": "goals"}})))
+        .await
+        .unwrap();
+    assert_ne!(
+        r.is_error,
+        Some(true),
+        "{}",
+        serde_json::to_string(&r).unwrap()
+    );
+    drop(remote);
+    let _ = http.kill();
+    let _ = http.wait();
+    let seen = std::fs::read_to_string(root.join("gate.seen")).unwrap();
+    assert!(
+        !seen.contains(&client_token),
+        "the client's token reached the upstream"
+    );
+    assert!(
+        seen.lines().any(|l| l == format!("Bearer {TOKEN}")),
+        "{seen}"
+    );
+
     // The upstream goes away: the envelope names it without secrets.
     drop(g);
     let started = Instant::now();

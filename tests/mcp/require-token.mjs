@@ -7,7 +7,8 @@
 // Listens on a free loopback port and prints `listening on http://127.0.0.1:PORT/mcp`. A request
 // whose `Authorization` is not `Bearer $TOKEN` gets 401 and is not forwarded; the others are
 // forwarded to TARGET_URL (its path replaced by the request's) and answered as the target
-// answers, streamed. Appends `ok` or `denied` per request to STATE_PREFIX.auth.
+// answers, streamed. Appends `ok` or `denied` per request to STATE_PREFIX.auth, and the
+// Authorization header it received to STATE_PREFIX.seen.
 import { createServer, request } from "node:http";
 import { appendFileSync } from "node:fs";
 
@@ -19,6 +20,7 @@ if (!target || !prefix || !token) {
 }
 const to = new URL(target);
 const server = createServer((req, res) => {
+  appendFileSync(`${prefix}.seen`, `${req.headers.authorization ?? "(none)"}\n`);
   if (req.headers.authorization !== `Bearer ${token}`) {
     appendFileSync(`${prefix}.auth`, "denied\n");
     res.writeHead(401, { "www-authenticate": 'Bearer error="invalid_token"' });
