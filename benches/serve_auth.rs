@@ -6,57 +6,18 @@
 //!
 //! `cargo bench --features oauth --bench serve_auth` (500 calls each); `-- --quick` for CI.
 
-use std::io::BufRead;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::Procs;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const RESOURCE: &str = "http://tools.test/mcp";
 
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn line_after(child: &mut Child, prefix: &str, stderr: bool) -> String {
-    let r: Box<dyn std::io::Read + Send> = if stderr {
-        Box::new(child.stderr.take().unwrap())
-    } else {
-        Box::new(child.stdout.take().unwrap())
-    };
-    let mut lines = std::io::BufReader::new(r).lines();
-    let found = loop {
-        let l = lines.next().expect("the line").unwrap();
-        if let Some(rest) = l.strip_prefix(prefix) {
-            break rest.to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    found
-}
-
 fn serve(procs: &mut Procs, gen: &Path, extra: &[&str]) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args([
-            "serve",
-            "--registry",
-            gen.to_str().unwrap(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = line_after(&mut child, "toolreg serve: listening on ", true);
+    let (child, url) = common::serve_http(gen, extra, &[], None);
     procs.0.push(child);
     url
 }
@@ -89,21 +50,8 @@ async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n = if quick { 30 } else { 500 };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let oidc = repo.join("tests/oidc");
-    assert!(
-        oidc.join("node_modules/oidc-provider").is_dir(),
-        "run `npm ci --prefix tests/oidc` first"
-    );
     let mut procs = Procs(Vec::new());
-    let mut provider = Command::new("node")
-        .arg(oidc.join("provider.mjs"))
-        .env("RESOURCE", RESOURCE)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let issuer = line_after(&mut provider, "issuer ", false);
+    let (provider, issuer) = common::oidc_provider(RESOURCE);
     procs.0.push(provider);
 
     let tmp = tempfile::tempdir().unwrap();

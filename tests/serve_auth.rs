@@ -6,65 +6,18 @@
 
 mod common;
 
+use common::Procs;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 const RESOURCE: &str = "http://tools.test/mcp";
 
-/// Children killed when the test ends, however it ends.
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Reads `child`'s stdout or stderr until a line starts with `prefix`; keeps draining it.
-fn line_after(child: &mut Child, prefix: &str, stderr: bool) -> String {
-    let r: Box<dyn std::io::Read + Send> = if stderr {
-        Box::new(child.stderr.take().unwrap())
-    } else {
-        Box::new(child.stdout.take().unwrap())
-    };
-    let mut lines = std::io::BufReader::new(r).lines();
-    let mut seen = String::new();
-    let found = loop {
-        match lines.next() {
-            Some(Ok(l)) => match l.strip_prefix(prefix) {
-                Some(rest) => break rest.to_string(),
-                None => seen.push_str(&format!("{l}\n")),
-            },
-            _ => panic!("no line `{prefix}`; saw:\n{seen}"),
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    found
-}
-
 fn provider(procs: &mut Procs) -> String {
-    let dir = common::repo().join("tests/oidc");
-    assert!(
-        dir.join("node_modules/oidc-provider").is_dir(),
-        "oidc-provider is not installed: run `npm ci --prefix tests/oidc` (scripts/test does)"
-    );
-    let mut child = Command::new("node")
-        .arg(dir.join("provider.mjs"))
-        .env("RESOURCE", RESOURCE)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let issuer = line_after(&mut child, "issuer ", false);
+    let (child, issuer) = common::oidc_provider(RESOURCE);
     procs.0.push(child);
     issuer
 }
@@ -95,21 +48,7 @@ fn registry(root: &Path) -> PathBuf {
 }
 
 fn serve(procs: &mut Procs, gen: &Path, extra: &[&str]) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args([
-            "serve",
-            "--registry",
-            gen.to_str().unwrap(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = line_after(&mut child, "toolreg serve: listening on ", true);
+    let (child, url) = common::serve_http(gen, extra, &[], None);
     procs.0.push(child);
     url
 }

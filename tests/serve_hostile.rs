@@ -11,8 +11,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
-use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -73,36 +72,13 @@ fn start(root: &std::path::Path) -> (Served, Value) {
     ]);
     let reg: Value =
         serde_json::from_slice(&std::fs::read(gen.join("registry.json")).unwrap()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args([
-            "serve",
-            "--registry",
-            gen.to_str().unwrap(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .env("TOOLREG_APPROVALS", &approvals)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let log = Arc::new(Mutex::new(String::new()));
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(u) = line.strip_prefix("toolreg serve: listening on ") {
-            break u.to_string();
-        }
-    };
-    let keep = Arc::clone(&log);
-    std::thread::spawn(move || {
-        for l in lines.map_while(Result::ok) {
-            let mut k = keep.lock().unwrap();
-            k.push_str(&l);
-            k.push('\n');
-        }
-    });
+    let (child, url) = common::serve_http(
+        &gen,
+        &[],
+        &[("TOOLREG_APPROVALS", approvals.as_os_str())],
+        Some(Arc::clone(&log)),
+    );
     (Served { child, url, log }, reg)
 }
 

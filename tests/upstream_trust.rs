@@ -214,39 +214,9 @@ impl Drop for Gate {
     }
 }
 
-fn first_line_after(child: &mut std::process::Child, prefix: &str, from_stderr: bool) -> String {
-    use std::io::BufRead;
-    let reader: Box<dyn std::io::Read + Send> = if from_stderr {
-        Box::new(child.stderr.take().unwrap())
-    } else {
-        Box::new(child.stdout.take().unwrap())
-    };
-    let mut lines = std::io::BufReader::new(reader).lines();
-    let found = loop {
-        match lines.next() {
-            Some(Ok(l)) => {
-                if let Some(rest) = l.strip_prefix(prefix) {
-                    break rest.to_string();
-                }
-            }
-            _ => panic!("no `{prefix}` line"),
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    found
-}
-
 fn gate(root: &Path, token: &str) -> Gate {
-    let mut target = Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args(["serve", "--registry"])
-        .arg(common::repo().join("generated"))
-        .args(["--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let target_url = first_line_after(&mut target, "toolreg serve: listening on ", true);
+    let (target, target_url) =
+        common::serve_http(&common::repo().join("generated"), &[], &[], None);
     let prefix = root.join("gate");
     let mut proxy = Command::new("node")
         .arg(common::repo().join("tests/mcp/require-token.mjs"))
@@ -260,7 +230,7 @@ fn gate(root: &Path, token: &str) -> Gate {
         .unwrap();
     let url = format!(
         "http://{}",
-        first_line_after(&mut proxy, "listening on http://", false)
+        common::line_after(&mut proxy, "listening on http://", false, None)
     );
     Gate {
         children: vec![target, proxy],
@@ -364,23 +334,15 @@ async fn an_upstream_token_comes_from_the_environment_and_is_written_nowhere() {
     let (client_token, entry) = toolreg::serve::auth::new_token("client", &[]).unwrap();
     let tokens = root.join("tokens.toml");
     std::fs::write(&tokens, entry).unwrap();
-    let mut http = Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args([
-            "serve",
-            "--registry",
-            gen.to_str().unwrap(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .args(["--auth-tokens", tokens.to_str().unwrap()])
-        .env("TOOLREG_APPROVALS", &approvals)
-        .env("GW_TOKEN", TOKEN)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let http_url = first_line_after(&mut http, "toolreg serve: listening on ", true);
+    let (mut http, http_url) = common::serve_http(
+        &gen,
+        &["--auth-tokens", tokens.to_str().unwrap()],
+        &[
+            ("TOOLREG_APPROVALS", approvals.as_os_str()),
+            ("GW_TOKEN", std::ffi::OsStr::new(TOKEN)),
+        ],
+        None,
+    );
     let config =
         rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
             http_url,

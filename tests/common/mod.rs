@@ -157,3 +157,96 @@ pub fn random_words(seed: u64, n: usize) -> Vec<String> {
         })
         .collect()
 }
+
+/// Children killed (and reaped) when dropped: a failed assertion must not leave servers running.
+pub struct Procs(pub Vec<std::process::Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Reads a child's stdout (or stderr) until a line starts with `prefix` and returns the rest of
+/// that line; the stream is drained from then on (into `keep` when given), so the child never
+/// blocks on a full pipe.
+pub fn line_after(
+    child: &mut std::process::Child,
+    prefix: &str,
+    stderr: bool,
+    keep: Option<std::sync::Arc<std::sync::Mutex<String>>>,
+) -> String {
+    use std::io::BufRead;
+    let stream: Box<dyn std::io::Read + Send> = if stderr {
+        Box::new(child.stderr.take().expect("stderr is piped"))
+    } else {
+        Box::new(child.stdout.take().expect("stdout is piped"))
+    };
+    let mut lines = std::io::BufReader::new(stream).lines();
+    let mut seen = String::new();
+    let found = loop {
+        match lines.next() {
+            Some(Ok(l)) => match l.strip_prefix(prefix) {
+                Some(rest) => break rest.to_string(),
+                None => seen.push_str(&format!("{l}\n")),
+            },
+            _ => panic!("no line `{prefix}`; the child said:\n{seen}"),
+        }
+    };
+    std::thread::spawn(move || {
+        for l in lines.map_while(Result::ok) {
+            if let Some(k) = &keep {
+                let mut k = k.lock().unwrap();
+                k.push_str(&l);
+                k.push('\n');
+            }
+        }
+    });
+    found
+}
+
+/// `toolreg serve --registry GEN --http 127.0.0.1:0 EXTRA...` with `env`; the child and its
+/// MCP URL (read from its stderr, which is drained into `keep` when given).
+pub fn serve_http(
+    gen: &Path,
+    extra: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+    keep: Option<std::sync::Arc<std::sync::Mutex<String>>>,
+) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(["serve", "--registry"])
+        .arg(gen)
+        .args(["--http", "127.0.0.1:0"])
+        .args(extra)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("toolreg serve starts");
+    let url = line_after(&mut child, "toolreg serve: listening on ", true, keep);
+    (child, url)
+}
+
+/// The certified OpenID provider of tests/oidc (panva/oidc-provider) on a free loopback port,
+/// issuing access tokens for `resource`; the child and its issuer URL.
+pub fn oidc_provider(resource: &str) -> (std::process::Child, String) {
+    let dir = repo().join("tests/oidc");
+    assert!(
+        dir.join("node_modules/oidc-provider").is_dir(),
+        "oidc-provider is not installed: run `npm ci --prefix tests/oidc` (scripts/test does)"
+    );
+    let mut child = Command::new("node")
+        .arg(dir.join("provider.mjs"))
+        .env("RESOURCE", resource)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("node runs the provider");
+    let issuer = line_after(&mut child, "issuer ", false, None);
+    (child, issuer)
+}
