@@ -134,6 +134,10 @@ pub struct ServeArgs {
     /// Requests per second one caller may make (0: no limit)
     #[arg(long, value_name = "N", default_value_t = 0, requires = "http")]
     rate_limit: u32,
+    /// Where replicas share the --rate-limit buckets: `redis://HOST:PORT[/DB]` (feature
+    /// `redis`; default: the --idempotency Redis when there is one, else this replica)
+    #[arg(long, value_name = "STORE", requires = "rate_limit")]
+    limits: Option<String>,
     /// Write one JSON line per tools/call (who, op, upstream, outcome, latency, a digest of
     /// the arguments, never their values) to FILE, or to stderr with `-`
     #[arg(long, value_name = "FILE")]
@@ -315,7 +319,15 @@ pub fn serve(args: ServeArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            let shared_rate = match rt.block_on(shared_rate(&args)) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let options = toolreg::serve::HttpOptions {
+                shared_rate,
                 allowed_hosts: args.allowed_hosts,
                 auth,
                 allow_unauthenticated: args.allow_unauthenticated,
@@ -521,4 +533,28 @@ pub fn token(args: TokenArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The store replicas share rate buckets in: `--limits`, else the `--idempotency` Redis.
+async fn shared_rate(
+    args: &ServeArgs,
+) -> Result<Option<std::sync::Arc<dyn toolreg::serve::http::SharedRate>>, String> {
+    let url = match (&args.limits, &args.idempotency) {
+        (Some(l), _) => l.clone(),
+        (None, i) if args.rate_limit > 0 && i.starts_with("redis") => i.clone(),
+        _ => return Ok(None),
+    };
+    if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+        return Err(format!(
+            "--limits `{}`: use redis://HOST:PORT[/DB]",
+            toolreg::trust::redact_url(&url)
+        ));
+    }
+    #[cfg(feature = "redis")]
+    {
+        let store = toolreg::serve::RedisRate::connect(&url).await?;
+        Ok(Some(std::sync::Arc::new(store)))
+    }
+    #[cfg(not(feature = "redis"))]
+    Err("--limits redis://... needs the `redis` feature: rebuild with --features redis".into())
 }

@@ -769,52 +769,8 @@ async fn serve_over_streamable_http_and_import_from_a_url() {
     assert!(!alive(upstream), "the upstream outlived the HTTP server");
 }
 
-/// A loopback redis-server on a free port, stopped on drop.
 #[cfg(feature = "redis")]
-struct Redis {
-    child: std::process::Child,
-    url: String,
-}
-
-#[cfg(feature = "redis")]
-impl Redis {
-    fn start() -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect(
-                "redis-server is not installed: `apt-get install redis-server` (scripts/test does)",
-            );
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Redis {
-            child,
-            url: format!("redis://127.0.0.1:{port}"),
-        }
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[cfg(feature = "redis")]
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
+use common::RedisServer as Redis;
 
 /// Two replicas sharing a real redis-server: one keyed write sent to both runs once, and both
 /// answer with the one result.

@@ -232,3 +232,65 @@ async fn idle_connections_do_not_shut_others_out_and_sigterm_stops_mid_request()
     eprintln!("stopped {took:?} after SIGTERM mid-request ({status})");
     pending.abort();
 }
+
+/// `--rate-limit` shared through Redis: two replicas allow one caller the rate together, not
+/// each; with Redis gone they fall back to their own buckets and keep serving.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_rate_limits_through_redis() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut redis = common::RedisServer::start();
+    let (token, entry) = toolreg::serve::auth::new_token("busy", &[]).unwrap();
+    let tokens = tmp.path().join("tokens.toml");
+    std::fs::write(&tokens, entry).unwrap();
+    let gen = common::repo().join("generated");
+    let args = [
+        "--auth-tokens",
+        tokens.to_str().unwrap(),
+        "--rate-limit",
+        "5",
+        "--limits",
+        &redis.url,
+    ];
+    let mut procs = common::Procs(Vec::new());
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let (child, url) = common::serve_http(&gen, &args, &[], None);
+        procs.0.push(child);
+        urls.push(url);
+    }
+    let http = reqwest::Client::new();
+    let post = |url: String| {
+        let req = http
+            .post(url)
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#);
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    let started = Instant::now();
+    let mut statuses = Vec::new();
+    for i in 0..20 {
+        statuses.push(post(urls[i % 2].clone()).await);
+    }
+    let took = started.elapsed().as_secs_f64();
+    let ok = statuses.iter().filter(|s| **s == 200).count();
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 429),
+        "{statuses:?}"
+    );
+    // One shared bucket: 5 at once plus what refills while the 20 requests run. Two buckets of
+    // their own would have allowed 10.
+    let most = 5 + (took * 5.0).ceil() as usize;
+    assert!(
+        ok >= 5 && ok <= most && ok < 10,
+        "{ok} of 20 in {took:.2} s: {statuses:?}"
+    );
+
+    // Redis gone: each replica's own bucket decides, and calls go on.
+    redis.stop();
+    std::thread::sleep(Duration::from_millis(1200));
+    let after = post(urls[0].clone()).await;
+    assert_eq!(after, 200, "served without Redis");
+}

@@ -26,6 +26,16 @@ pub const ENDPOINT: &str = "/mcp";
 /// How long in-flight requests may run after SIGTERM before the server stops anyway.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
+/// A rate limit shared by replicas: takes one request's token for `who` at `rate` per second.
+pub trait SharedRate: Send + Sync {
+    fn take<'a>(&'a self, who: &'a str, rate: u32) -> RateFuture<'a>;
+}
+
+/// The answer of [`SharedRate::take`]: whether a token was taken; `Err` when the store did not
+/// answer (the replica's own bucket decides then).
+pub type RateFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send + 'a>>;
+
 /// How `serve --http` guards itself.
 pub struct HttpOptions {
     /// `Host` headers accepted besides loopback (a guard against DNS rebinding).
@@ -43,6 +53,8 @@ pub struct HttpOptions {
     /// Requests per second one principal may make (a token bucket of one second's burst);
     /// 0 for no limit.
     pub rate_per_sec: u32,
+    /// Where the rate buckets live when replicas share them (Redis); this replica otherwise.
+    pub shared_rate: Option<std::sync::Arc<dyn SharedRate>>,
 }
 
 impl Default for HttpOptions {
@@ -55,6 +67,7 @@ impl Default for HttpOptions {
             idle_timeout: Duration::from_secs(60),
             max_concurrent: 32,
             rate_per_sec: 0,
+            shared_rate: None,
         }
     }
 }
@@ -120,7 +133,10 @@ pub async fn run_http(
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    let limits = Arc::new(Limits::new(options.max_concurrent, options.rate_per_sec));
+    let limits = Arc::new(Limits {
+        shared: options.shared_rate.clone(),
+        ..Limits::new(options.max_concurrent, options.rate_per_sec)
+    });
     fn mcp_routes<S: Clone + Send + Sync + 'static>(
         service: StreamableHttpService<Server, NeverSessionManager>,
         limits: Arc<Limits>,
@@ -266,11 +282,13 @@ impl tokio::io::AsyncWrite for Guarded {
     }
 }
 
-/// Per-caller limits: requests running at once, and a token bucket of requests per second.
+/// Per-caller limits: requests running at once, and a token bucket of requests per second
+/// (in Redis when replicas share it; this replica's own bucket when the store does not answer).
 struct Limits {
     max_concurrent: usize,
     rate: u32,
     callers: Mutex<HashMap<String, Caller>>,
+    shared: Option<Arc<dyn SharedRate>>,
 }
 
 #[derive(Default)]
@@ -286,17 +304,34 @@ impl Limits {
             max_concurrent: max_concurrent.max(1),
             rate,
             callers: Mutex::default(),
+            shared: None,
         }
+    }
+
+    /// [`Limits::enter`], with the rate decided by the shared store when there is one.
+    async fn admit(&self, who: &str) -> Result<(), &'static str> {
+        if let (Some(shared), true) = (&self.shared, self.rate > 0) {
+            match shared.take(who, self.rate).await {
+                Ok(true) => return self.enter_with(who, false),
+                Ok(false) => return Err("rate"),
+                Err(_) => {} // the store is away: this replica's bucket decides
+            }
+        }
+        self.enter(who)
     }
 
     /// Takes a place for `who`, or says why not.
     fn enter(&self, who: &str) -> Result<(), &'static str> {
+        self.enter_with(who, true)
+    }
+
+    fn enter_with(&self, who: &str, local_rate: bool) -> Result<(), &'static str> {
         let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
         if callers.len() > 100_000 {
             callers.retain(|_, c| c.running > 0);
         }
         let c = callers.entry(who.to_string()).or_default();
-        if self.rate > 0 {
+        if self.rate > 0 && local_rate {
             let now = Instant::now();
             let cap = f64::from(self.rate);
             let elapsed = c.refilled.map_or(cap, |t| (now - t).as_secs_f64() * cap);
@@ -336,7 +371,7 @@ async fn limit(
             .get::<axum::extract::ConnectInfo<Peer>>()
             .map_or_else(|| "anonymous".into(), |c| format!("peer:{}", c.0 .0.ip())),
     };
-    if let Err(which) = limits.enter(&who) {
+    if let Err(which) = limits.admit(&who).await {
         let message = if which == "rate" {
             "too many requests per second for this caller; retry after a second"
         } else {

@@ -16,12 +16,16 @@ pub mod oauth;
 pub mod observe;
 mod pool;
 #[cfg(feature = "redis")]
+mod redis_limits;
+#[cfg(feature = "redis")]
 mod redis_store;
 mod visibility;
 
 pub use auth::{Auth, Principal};
 pub use http::{run_http, HttpOptions};
 pub use pool::Pool;
+#[cfg(feature = "redis")]
+pub use redis_limits::RedisRate;
 #[cfg(feature = "redis")]
 pub use redis_store::RedisStore;
 

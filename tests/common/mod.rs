@@ -250,3 +250,51 @@ pub fn oidc_provider(resource: &str) -> (std::process::Child, String) {
     let issuer = line_after(&mut child, "issuer ", false, None);
     (child, issuer)
 }
+
+/// A loopback redis-server on a free port (Debian's package; scripts/test installs it),
+/// stopped on drop.
+pub struct RedisServer {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl RedisServer {
+    pub fn start() -> RedisServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect(
+                "redis-server is not installed: `apt-get install redis-server` (scripts/test does)",
+            );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "redis-server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        RedisServer {
+            child,
+            url: format!("redis://127.0.0.1:{port}"),
+        }
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
