@@ -136,7 +136,7 @@ async fn oversized_and_endless_upstream_output_is_refused_at_once() {
     }
     let peak = peak_rss_mb(served.child.id());
     assert!(peak < 400, "toolreg serve peaked at {peak} MB");
-    eprintln!("peak RSS after a 20 MB result and 64 MB without a newline: {peak} MB");
+    eprintln!("peak RSS after a 50 MB result and 64 MB without a newline: {peak} MB");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A misbehaving MCP server over stdio for tests/serve_hostile.rs: minimal JSON-RPC, one tool
-// per fault. `big` answers with a 20 MB result line; `endless` writes 64 MB with no newline;
+// per fault. `big` answers with a 50 MB result line; `endless` writes 64 MB with no newline;
 // `leak` prints a secret to stderr and dies mid-call; `slow` answers after 20 s; `echo` answers
 // its arguments (a control).
 import { createInterface } from "node:readline";
@@ -34,7 +34,7 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   } else if (method === "tools/call") {
     const name = params.name;
     if (name === "big") {
-      send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "x".repeat(20 << 20) }] } });
+      send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "x".repeat(50 << 20) }] } });
     } else if (name === "endless") {
       const chunk = "y".repeat(1 << 20);
       let n = 0;
