@@ -104,6 +104,55 @@ fn main() {
         us(p50),
         us(p90)
     );
+    // What the request caps cost (issue 21): the same queries with the caps lifted, measured
+    // interleaved with the capped gateway in rounds, so drift hits both alike.
+    let mut uncapped = Gateway::from_slices(reg_bytes, help_bytes).unwrap();
+    uncapped.set_search_limits(toolreg::runtime::search::SearchLimits {
+        max_query_chars: usize::MAX,
+        max_word_chars: usize::MAX,
+    });
+    let (mut capped_p50, mut open_p50) = (Vec::new(), Vec::new());
+    for round in 0..5 {
+        let at = |i: usize| queries[(i + round * 7) % queries.len()].clone();
+        capped_p50.push(time(reps / 5, |i| gw.search(&SearchRequest::query(at(i)))).0);
+        open_p50.push(time(reps / 5, |i| uncapped.search(&SearchRequest::query(at(i)))).0);
+    }
+    capped_p50.sort();
+    open_p50.sort();
+    let (c, o) = (capped_p50[2], open_p50[2]);
+    println!(
+        "search with the caps / without (median of 5 rounds) p50 {} / {} (x{:.3})",
+        us(c),
+        us(o),
+        c.as_secs_f64() / o.as_secs_f64()
+    );
+    // Hostile sizes against the capped gateway (the uncapped one would take minutes and GBs).
+    let word = "abcdefghij".repeat(10_000);
+    let (p50, _) = time(if quick { 3 } else { 20 }, |_| {
+        gw.search(&SearchRequest::query(word.clone()))
+    });
+    println!(
+        "search, one 100 KB word                          p50 {}",
+        us(p50)
+    );
+    let path = "onto.".repeat(800_000);
+    let (p50, _) = time(if quick { 3 } else { 20 }, |_| {
+        gw.help(&HelpRequest::path(path.clone()))
+    });
+    println!(
+        "help, a 4 MB path                                p50 {}",
+        us(p50)
+    );
+    let (p50, _) = time(if quick { 3 } else { 20 }, |_| {
+        block_on(gw.exec(ExecCall {
+            op: word.clone(),
+            ..Default::default()
+        }))
+    });
+    println!(
+        "exec, a 100 KB op                                p50 {}",
+        us(p50)
+    );
     let (p50, p90) = time(reps, |i| {
         gw.help(&HelpRequest::path(ops[(i * 7) % ops.len()].clone()))
     });

@@ -433,6 +433,12 @@ impl Gateway {
         &self.registry
     }
 
+    /// Sets how much of a search query is read ([`search::SearchLimits`]; the defaults bound
+    /// any query's work).
+    pub fn set_search_limits(&mut self, limits: search::SearchLimits) {
+        self.index.set_limits(limits);
+    }
+
     pub fn scope(&self) -> &Scope {
         &self.scope
     }
@@ -517,7 +523,8 @@ impl Gateway {
     }
 
     pub fn search_in(&self, req: &SearchRequest, scope: &Scope) -> SearchResponse {
-        let semantic = self.semantic(crate::text::clip_chars(&req.query, search::MAX_QUERY_CHARS));
+        let cut = self.index.limits().max_query_chars;
+        let semantic = self.semantic(crate::text::clip_chars(&req.query, cut));
         self.index.search_fused(
             &self.registry,
             req,

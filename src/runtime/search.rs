@@ -88,13 +88,29 @@ pub fn tokenize(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The longest query search reads; the rest is ignored (and the answer's `query` is cut to it),
-/// so the work of one search is bounded whatever a caller sends.
+/// The longest query search reads by default; the rest is ignored (and the answer's `query` is
+/// cut to it), so the work of one search is bounded whatever a caller sends.
 pub const MAX_QUERY_CHARS: usize = 1_000;
 
-/// Words longer than this (no catalog word is) are matched as they are: never corrected for
-/// typos or split as compounds, whose work grows with the square of a word's length.
-const MAX_WORD_CHARS: usize = 48;
+/// Words longer than this by default (no catalog word is) are matched as they are: never
+/// corrected for typos or split as compounds, whose work grows with the square of a word's length.
+pub const MAX_WORD_CHARS: usize = 48;
+
+/// How much of a query search works on ([`SearchIndex::set_limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchLimits {
+    pub max_query_chars: usize,
+    pub max_word_chars: usize,
+}
+
+impl Default for SearchLimits {
+    fn default() -> Self {
+        SearchLimits {
+            max_query_chars: MAX_QUERY_CHARS,
+            max_word_chars: MAX_WORD_CHARS,
+        }
+    }
+}
 
 /// Typed words shorter than this are not corrected: they have too many neighbours (at 4 the
 /// clean MetaTool dev set lost recall@1; 5 keeps it and recovers most misspellings).
@@ -242,6 +258,7 @@ pub struct SearchIndex {
     structure: HashMap<String, Vec<(u32, u8)>>,
     synonyms: HashMap<String, Vec<String>>,
     write_actions: Vec<String>,
+    limits: SearchLimits,
     /// Every entity word of the catalog, to tell which query words name entities.
     entity_words: Vec<String>,
     /// How many ops have each word in their structure (entity, action or qualifier).
@@ -424,7 +441,18 @@ impl SearchIndex {
             structure,
             synonyms,
             write_actions,
+            limits: SearchLimits::default(),
         }
+    }
+
+    /// Sets how much of a query is read (the defaults bound any query's work; the benchmark
+    /// lifts them to show what they cost).
+    pub fn set_limits(&mut self, limits: SearchLimits) {
+        self.limits = limits;
+    }
+
+    pub fn limits(&self) -> SearchLimits {
+        self.limits
     }
 
     /// Query terms with weights: each word, and its synonyms at a lower weight; for a word the
@@ -486,7 +514,7 @@ impl SearchIndex {
 
     /// A word the catalog lacks made of two words it has ("signin", "webhook").
     fn split_compound(&self, word: &str) -> Option<(String, String)> {
-        if word.len() < 5 || word.len() > MAX_WORD_CHARS || !word.is_ascii() {
+        if word.len() < 5 || word.len() > self.limits.max_word_chars || !word.is_ascii() {
             return None;
         }
         (2..word.len() - 1).find_map(|i| {
@@ -499,7 +527,7 @@ impl SearchIndex {
     /// The catalog words one edit (insertion, deletion, substitution, adjacent swap) from a word
     /// it lacks. Short words must keep their first letter: "lis" is not "list" -> "lost".
     fn corrections(&self, word: &str) -> Vec<String> {
-        if !typo_candidate(word) || word.len() > MAX_WORD_CHARS {
+        if !typo_candidate(word) || word.len() > self.limits.max_word_chars {
             return Vec::new();
         }
         let mut found: Vec<String> = Vec::new();
@@ -592,7 +620,7 @@ impl SearchIndex {
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
     ) -> Vec<(u32, f64)> {
-        let q = crate::text::clip_chars(query.trim(), MAX_QUERY_CHARS);
+        let q = crate::text::clip_chars(query.trim(), self.limits.max_query_chars);
         let exact = reg
             .ops
             .get(q)
@@ -743,7 +771,7 @@ impl SearchIndex {
                 Vec::new()
             };
             return SearchResponse {
-                query: crate::text::clip_chars(&req.query, MAX_QUERY_CHARS).to_string(),
+                query: crate::text::clip_chars(&req.query, self.limits.max_query_chars).to_string(),
                 nearest: !nearest.is_empty(),
                 results: nearest,
                 next_cursor: None,
@@ -756,7 +784,7 @@ impl SearchIndex {
             };
         }
         SearchResponse {
-            query: crate::text::clip_chars(&req.query, MAX_QUERY_CHARS).to_string(),
+            query: crate::text::clip_chars(&req.query, self.limits.max_query_chars).to_string(),
             results,
             next_cursor,
             directory: None,
