@@ -869,6 +869,17 @@ fn registry_file(p: &std::path::Path) -> PathBuf {
 /// The registry at `file` as it was in git revision `rev` (read with `git show`, no checkout).
 fn registry_at_rev(file: &std::path::Path, rev: &str) -> Result<toolreg::Registry, String> {
     let shown = display(file);
+    // A revision only: never something git would read as an option (`--output=FILE` made git
+    // write a file) and never empty (git would read the index).
+    if rev.trim().is_empty() {
+        return Err("--base needs a git revision, e.g. `--base origin/main`".into());
+    }
+    if rev.starts_with('-') || rev.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(format!(
+            "--base `{}` is not a git revision (a revision does not start with `-` or hold spaces or control characters)",
+            toolreg::diag::escape_controls(rev)
+        ));
+    }
     let abs = file
         .canonicalize()
         .map_err(|e| format!("cannot find `{shown}`: {e}"))?;
@@ -894,9 +905,27 @@ fn registry_at_rev(file: &std::path::Path, rev: &str) -> Result<toolreg::Registr
     let rel = abs
         .strip_prefix(&top)
         .map_err(|_| format!("`{shown}` is outside the repository at `{}`", top.display()))?;
-    let spec = format!("{rev}:{}", rel.to_string_lossy().replace('\\', "/"));
-    let bytes =
-        git(&["show", &spec]).map_err(|e| format!("cannot read `{shown}` at `{rev}`: {e}"))?;
+    let commit = git(&[
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        &format!("{rev}^{{commit}}"),
+    ])
+    .map_err(|_| {
+        format!(
+            "--base `{rev}` names no commit in the repository at `{}`",
+            top.display()
+        )
+    })?;
+    let commit = String::from_utf8_lossy(&commit).trim().to_string();
+    eprintln!(
+        "diff: the old registry is `{shown}` at `{rev}` (commit {})",
+        &commit[..commit.len().min(12)]
+    );
+    let spec = format!("{commit}:{}", rel.to_string_lossy().replace('\\', "/"));
+    let bytes = git(&["show", "--end-of-options", &spec])
+        .map_err(|e| format!("cannot read `{shown}` at `{rev}`: {e}"))?;
     toolreg::Registry::from_slice(&bytes).map_err(|e| format!("`{shown}` at `{rev}`: {e}"))
 }
 

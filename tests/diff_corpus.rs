@@ -203,6 +203,24 @@ fn base_reads_the_old_registry_from_git_history() {
     let o = toolreg(repo, &["diff", "--base", "no-such-ref"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no-such-ref"), "{}", stderr(&o));
+    // It says which commit it compared with.
+    let o = toolreg(repo, &["diff", "--base", "HEAD~1"]);
+    assert!(
+        stderr(&o).contains("at `HEAD~1` (commit "),
+        "{}",
+        stderr(&o)
+    );
+
+    // Only a revision (issue 24): option-looking values never reach git as options, and an
+    // empty one is an error, not the index.
+    let written = repo.join("git-wrote-this");
+    let injected = format!("--output={}", written.display());
+    for base in [injected.as_str(), "", "  ", "-p", "HEAD --output=x"] {
+        let o = toolreg(repo, &["diff", &format!("--base={base}")]);
+        assert_eq!(o.status.code(), Some(2), "{base:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--base"), "{base:?}: {}", stderr(&o));
+    }
+    assert!(!written.exists(), "git wrote a file named by --base");
 }
 
 /// A catalog of the given tool names; the overlay's one rule makes each op depend on its own
