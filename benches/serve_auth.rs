@@ -64,23 +64,7 @@ async fn main() {
     std::fs::write(&tokens, String::from_utf8_lossy(&out.stderr).as_bytes()).unwrap();
     let gen = repo.join("generated");
     let http = reqwest::Client::new();
-    let jwt: serde_json::Value = serde_json::from_slice(
-        &http
-            .post(format!("{issuer}/token"))
-            .basic_auth("reader", Some("reader-secret"))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(format!(
-                "grant_type=client_credentials&scope=tools:read&resource={RESOURCE}"
-            ))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
-    let jwt = jwt["access_token"].as_str().unwrap().to_string();
+    let jwt = common::oidc_token(&issuer, "reader", "tools:read", RESOURCE).await;
 
     let open = serve(&mut procs, &gen, &[]);
     let file = serve(

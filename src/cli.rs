@@ -858,7 +858,7 @@ fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
 }
 
 /// A registry file, or the `registry.json` in an output folder.
-fn registry_file(p: &std::path::Path) -> PathBuf {
+pub(crate) fn registry_file(p: &std::path::Path) -> PathBuf {
     if p.is_dir() {
         p.join("registry.json")
     } else {

@@ -362,11 +362,7 @@ pub fn approve(args: ApproveArgs) -> ExitCode {
     };
     let all = match &args.registry {
         Some(dir) => {
-            let file = if dir.is_dir() {
-                dir.join("registry.json")
-            } else {
-                dir.clone()
-            };
+            let file = crate::cli::registry_file(dir);
             match toolreg::Registry::from_path(&file) {
                 Ok(r) => r.upstreams,
                 Err(e) => return fail(&e),

@@ -76,10 +76,9 @@ impl HelpDoc {
     /// The page for a request. Paths are matched exactly, then as a tool name (the answer says
     /// which path it served); anything else gets an `UNKNOWN_PATH` answer with the closest paths.
     pub fn lookup(&self, reg: &Registry, req: &HelpRequest) -> Arc<Value> {
-        if over_long(&req.path) {
-            // Longer than any page name: unknown, echoed cut short, without a closest search.
-            let cut = crate::text::clip_chars(req.path.trim(), 64);
-            return Arc::new(self.unknown_page(reg, &format!("{cut}…"), Vec::new()));
+        if crate::text::over_name_limit(&req.path) {
+            // Longer than any page name: unknown at once, without a closest search.
+            return Arc::new(self.unknown_without_suggestions(reg, &req.path));
         }
         let asked = req.path.trim();
         let (path, resolved_from) = if asked.is_empty() {
@@ -160,6 +159,19 @@ impl HelpDoc {
         scored.into_iter().take(n).map(|(_, p)| p.clone()).collect()
     }
 
+    /// The unknown-path answer for `asked` with no suggestions, `asked` echoed cut to 64
+    /// characters: for a name too long to look up, or one the caller may not see.
+    pub fn unknown_without_suggestions(&self, reg: &Registry, asked: &str) -> Value {
+        let asked = asked.trim();
+        let cut = crate::text::clip_chars(asked, 64);
+        let shown = if cut.len() < asked.len() {
+            format!("{cut}…")
+        } else {
+            cut.to_string()
+        };
+        self.unknown_page(reg, &shown, Vec::new())
+    }
+
     fn unknown(&self, reg: &Registry, asked: &str) -> Value {
         self.unknown_page(reg, asked, self.closest(asked, 5))
     }
@@ -187,14 +199,4 @@ impl HelpDoc {
             "registry_version": self.registry_version,
         })
     }
-}
-
-/// Whether a help path is longer than any page name can be
-/// ([`crate::text::MAX_NAME_INPUT_CHARS`]).
-pub fn over_long(path: &str) -> bool {
-    path.len() > crate::text::MAX_NAME_INPUT_CHARS
-        && path
-            .chars()
-            .nth(crate::text::MAX_NAME_INPUT_CHARS)
-            .is_some()
 }

@@ -51,6 +51,13 @@ pub fn clip_chars(s: &str, max: usize) -> &str {
 /// answered as unknown at once (a 150 KB `op` used to drive did-you-mean ranking into gigabytes).
 pub const MAX_NAME_INPUT_CHARS: usize = 512;
 
+/// Whether a name from a caller (op, help path) is longer than [`MAX_NAME_INPUT_CHARS`]: such a
+/// name is unknown without further work. The byte length is checked first, so a short name
+/// costs nothing.
+pub fn over_name_limit(name: &str) -> bool {
+    name.len() > MAX_NAME_INPUT_CHARS && name.chars().nth(MAX_NAME_INPUT_CHARS).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

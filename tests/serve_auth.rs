@@ -53,24 +53,6 @@ fn serve(procs: &mut Procs, gen: &Path, extra: &[&str]) -> String {
     url
 }
 
-async fn token(issuer: &str, client: &str, scope: &str, resource: &str) -> String {
-    let r = reqwest::Client::new()
-        .post(format!("{issuer}/token"))
-        .basic_auth(client, Some(format!("{client}-secret")))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!(
-            "grant_type=client_credentials&scope={scope}&resource={resource}"
-        ))
-        .send()
-        .await
-        .unwrap();
-    let body: Value = serde_json::from_slice(&r.bytes().await.unwrap()).unwrap();
-    body["access_token"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no token: {body}"))
-        .to_string()
-}
-
 async fn minted(issuer: &str, case: &str) -> String {
     let r = reqwest::get(format!("{issuer}/test/mint?case={case}"))
         .await
@@ -155,7 +137,7 @@ async fn oauth_tokens_from_a_real_provider_decide_who_sees_and_runs_what() {
     );
 
     // Tokens that must not pass, each with the spec's header.
-    let good = token(&issuer, "writer", "tools:read tools:write", RESOURCE).await;
+    let good = common::oidc_token(&issuer, "writer", "tools:read tools:write", RESOURCE).await;
     let (status, _) = raw_list(&url, Some(&minted(&issuer, "valid").await)).await;
     assert_eq!(
         status, 200,
@@ -182,7 +164,7 @@ async fn oauth_tokens_from_a_real_provider_decide_who_sees_and_runs_what() {
         ),
         (
             "wrong audience",
-            token(&issuer, "writer", "tools:read", "http://other.test/mcp").await,
+            common::oidc_token(&issuer, "writer", "tools:read", "http://other.test/mcp").await,
             "aud",
         ),
         ("tampered", tampered.join("."), "signature"),
@@ -199,7 +181,7 @@ async fn oauth_tokens_from_a_real_provider_decide_who_sees_and_runs_what() {
         );
     }
     // A valid token whose scopes grant nothing: 403 insufficient_scope.
-    let nobody = token(&issuer, "nobody", "tools:none", RESOURCE).await;
+    let nobody = common::oidc_token(&issuer, "nobody", "tools:none", RESOURCE).await;
     let (status, header) = raw_list(&url, Some(&nobody)).await;
     assert_eq!(status, 403);
     assert!(
@@ -221,7 +203,7 @@ async fn oauth_tokens_from_a_real_provider_decide_who_sees_and_runs_what() {
     assert!(writes.iter().any(|w| w == "onto.task.update"));
     let reader = client(
         &url,
-        &token(&issuer, "reader", "tools:read", RESOURCE).await,
+        &common::oidc_token(&issuer, "reader", "tools:read", RESOURCE).await,
     )
     .await;
     let listed = reader.list_tools(None).await.unwrap();

@@ -684,47 +684,10 @@ fn upstreams(
         let name = name.get_ref();
         let file = format!("{name}.mcp.json");
         let shown = name.escape_debug();
-        let problem = if !super::enrich::provider_valid(name) {
-            Some("is not one safe name (letters, digits, `_`, `-`; at most 64)".to_string())
-        } else if spec.command.is_some() == spec.url.is_some() {
-            Some("needs exactly one of `command` (stdio) and `url` (streamable HTTP)".to_string())
-        } else if spec.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
-            Some("has an empty `command`".to_string())
-        } else if spec
-            .url
-            .as_deref()
-            .is_some_and(|u| !(u.starts_with("http://") || u.starts_with("https://")))
-        {
-            Some("has a `url` that is not http:// or https://".to_string())
-        } else if spec.timeout_ms == Some(0) {
-            Some("has `timeout_ms = 0`".to_string())
-        } else if spec.command.is_some()
-            && (spec.bearer_env.is_some() || !spec.header_env.is_empty())
-        {
-            Some("sets `bearer_env` or `header_env`, which only a `url` upstream sends (a command gets its secrets through `env`)".to_string())
-        } else if let Some(bad) = spec
-            .env
-            .iter()
-            .chain(&spec.bearer_env)
-            .chain(spec.header_env.values())
-            .find(|v| !env_name_valid(v))
-        {
-            Some(format!(
-                "names the environment variable `{}`, which is not a variable name (letters, digits, `_`; not starting with a digit)",
-                crate::diag::escape_controls(bad)
-            ))
-        } else if let Some(bad) = spec.header_env.keys().find(|h| !header_name_valid(h)) {
-            Some(format!(
-                "names the header `{}` in `header_env`, which is not an HTTP header name",
-                crate::diag::escape_controls(bad)
-            ))
-        } else if !ops.values().any(|r| r.source.file == file) {
-            Some(format!(
-                "has no tools: no definitions file `{file}` defines any"
-            ))
-        } else {
-            None
-        };
+        let problem = upstream_problem(name, spec).or_else(|| {
+            (!ops.values().any(|r| r.source.file == file))
+                .then(|| format!("has no tools: no definitions file `{file}` defines any"))
+        });
         if let Some(p) = problem {
             diags.push(
                 Diagnostic::new(Code::UpstreamInvalid, format!("[upstreams.{shown}] {p}"))
@@ -756,6 +719,49 @@ fn upstreams(
         out.insert(name.clone(), spec.to_upstream(name));
     }
     out
+}
+
+/// What makes an `[upstreams.NAME]` entry unusable on its own (its snapshot aside): TR080's
+/// message, or `None` when it could run. The approval lint skips the entries this refuses.
+pub(crate) fn upstream_problem(name: &str, spec: &super::overlay::UpstreamSpec) -> Option<String> {
+    if !super::enrich::provider_valid(name) {
+        Some("is not one safe name (letters, digits, `_`, `-`; at most 64)".to_string())
+    } else if spec.command.is_some() == spec.url.is_some() {
+        Some("needs exactly one of `command` (stdio) and `url` (streamable HTTP)".to_string())
+    } else if spec.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        Some("has an empty `command`".to_string())
+    } else if spec
+        .url
+        .as_deref()
+        .is_some_and(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+    {
+        Some("has a `url` that is not http:// or https://".to_string())
+    } else if spec.timeout_ms == Some(0) {
+        Some("has `timeout_ms = 0`".to_string())
+    } else if spec.command.is_some() && (spec.bearer_env.is_some() || !spec.header_env.is_empty()) {
+        Some("sets `bearer_env` or `header_env`, which only a `url` upstream sends (a command gets its secrets through `env`)".to_string())
+    } else if let Some(bad) = spec
+        .env
+        .iter()
+        .chain(&spec.bearer_env)
+        .chain(spec.header_env.values())
+        .find(|v| !env_name_valid(v))
+    {
+        Some(format!(
+            "names the environment variable `{}`, which is not a variable name (letters, digits, `_`; not starting with a digit)",
+            crate::diag::escape_controls(bad)
+        ))
+    } else {
+        spec.header_env
+            .keys()
+            .find(|h| !header_name_valid(h))
+            .map(|bad| {
+                format!(
+                    "names the header `{}` in `header_env`, which is not an HTTP header name",
+                    crate::diag::escape_controls(bad)
+                )
+            })
+    }
 }
 
 /// A POSIX environment variable name.

@@ -563,14 +563,12 @@ pub fn unapproved_upstreams(
         .iter()
         .filter_map(|(name, spec)| {
             let n = name.get_ref();
-            let up = spec.to_upstream(n);
             // An entry that cannot run (TR080 says why) needs no approval yet.
-            let runnable = enrich::provider_valid(n)
-                && up.command.is_some() != up.url.is_some()
-                && up.url.as_deref().is_none_or(|u| {
-                    u.starts_with("http://") || u.starts_with("https://")
-                });
-            if !runnable || approvals.is_approved(n, &up) {
+            if ir::upstream_problem(n, spec).is_some() {
+                return None;
+            }
+            let up = spec.to_upstream(n);
+            if approvals.is_approved(n, &up) {
                 return None;
             }
             let shown = crate::diag::escape_controls(n);

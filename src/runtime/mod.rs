@@ -497,7 +497,7 @@ impl Gateway {
     /// (`onto.tasks.list`, `task.list`) resolve; the answer says which path it served.
     pub fn help(&self, req: &HelpRequest) -> Arc<Value> {
         let page = self.help.lookup(&self.registry, req);
-        if page.get("error").is_none() || crate::help::over_long(&req.path) {
+        if page.get("error").is_none() || crate::text::over_name_limit(&req.path) {
             return page;
         }
         match resolve_forgiving(&self.registry, &req.path) {
@@ -515,6 +515,12 @@ impl Gateway {
             }
             None => page,
         }
+    }
+
+    /// The unknown-path help answer for `asked`, with no suggestions (for a path a caller may
+    /// not see: it reads exactly as one that does not exist).
+    pub fn help_unknown(&self, asked: &str) -> Value {
+        self.help.unknown_without_suggestions(&self.registry, asked)
     }
 
     /// search in the gateway's scope.
@@ -591,13 +597,7 @@ impl Gateway {
     ) -> Result<(String, Value), Failure> {
         let reg = &self.registry;
         // 1. Resolve (a name longer than any op is unknown without further work).
-        let too_long = call.op.len() > crate::text::MAX_NAME_INPUT_CHARS
-            && call
-                .op
-                .chars()
-                .nth(crate::text::MAX_NAME_INPUT_CHARS)
-                .is_some();
-        let resolved = if too_long {
+        let resolved = if crate::text::over_name_limit(&call.op) {
             None
         } else {
             resolve_exec(reg, &call.op)

@@ -388,9 +388,25 @@ async fn limit(
         );
         return r;
     }
-    let response = next.run(req).await;
-    limits.leave(&who);
-    response
+    // Given back when the request ends, also when it is dropped mid-way (the client went away):
+    // otherwise each cancelled request would keep a place for good.
+    let _place = Place {
+        limits: &limits,
+        who,
+    };
+    next.run(req).await
+}
+
+/// A caller's place under its concurrency limit.
+struct Place<'a> {
+    limits: &'a Limits,
+    who: String,
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.limits.leave(&self.who);
+    }
 }
 
 /// Lifts the soft limit on open files to the hard one (at most 65,536), so the connection cap,
@@ -448,6 +464,14 @@ mod tests {
         assert_eq!(l.enter("a"), Err("concurrency"));
         assert!(l.enter("b").is_ok(), "another caller is not held up");
         l.leave("a");
+        assert!(l.enter("a").is_ok());
+        // A place held by a request that is dropped (cancelled) is given back.
+        let held = Place {
+            limits: &l,
+            who: "a".into(),
+        };
+        assert_eq!(l.enter("a"), Err("concurrency"));
+        drop(held);
         assert!(l.enter("a").is_ok());
         let r = Limits::new(100, 3);
         for _ in 0..3 {

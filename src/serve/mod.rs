@@ -93,8 +93,8 @@ pub enum ServeError {
     Semantic(String),
     #[error(transparent)]
     Approval(#[from] crate::trust::ApprovalError),
-    #[error("{}", crate::upstream::import::unapproved_message(.0))]
-    Unapproved(Vec<(String, String)>),
+    #[error(transparent)]
+    Unapproved(#[from] crate::trust::Unapproved),
 }
 
 /// How [`Server::load_with`] sets the server up.
@@ -149,16 +149,15 @@ pub struct Server {
 
 struct Inner {
     gateway: Gateway,
-    /// What a caller without a principal (stdio, or HTTP without authentication) sees.
+    /// What a caller without a principal (stdio, or HTTP without authentication) sees; its
+    /// scope is the surface's (a profile's ops, or every op).
     full: Arc<View>,
-    /// The surface's scope (a profile's ops, or every op).
-    surface_scope: Scope,
     version: String,
     pool: Arc<Pool>,
     observer: observe::Observer,
     /// op -> the upstream that serves it.
     upstream_of: std::collections::HashMap<String, String>,
-    /// One view per distinct set of scopes seen, built on first use.
+    /// One view per distinct set of `[access]` scopes seen, built on first use.
     views: std::sync::Mutex<std::collections::HashMap<Vec<String>, Arc<View>>>,
 }
 
@@ -226,14 +225,7 @@ impl Server {
                 Some(a) => a,
                 None => crate::trust::Approvals::load_default()?,
             };
-            let refused: Vec<(String, String)> = approvals
-                .unapproved(&reg.upstreams)
-                .into_iter()
-                .map(|(n, s)| (n.clone(), crate::trust::launch_line(s)))
-                .collect();
-            if !refused.is_empty() {
-                return Err(ServeError::Unapproved(refused));
-            }
+            approvals.refuse_unapproved(&reg.upstreams)?;
         }
         let tools = read_surface(&surface_file(dir, surface)?)?;
         let version = reg.registry_version.clone();
@@ -274,18 +266,16 @@ impl Server {
                 })
                 .map_err(ServeError::Gateway)?;
         }
-        let surface_scope = gateway_scope(&gateway);
         let full = Arc::new(View {
             tool_names: tools.iter().map(|t| t.name.to_string()).collect(),
             tools,
-            scope: surface_scope.clone(),
+            scope: gateway.scope().clone(),
             hide: None,
         });
         Ok(Server {
             inner: Arc::new(Inner {
                 gateway,
                 full,
-                surface_scope,
                 version,
                 pool,
                 observer: options.observer,
@@ -293,29 +283,6 @@ impl Server {
                 views: Default::default(),
             }),
         })
-    }
-
-    /// The ops `[access]` grants these scopes (every op when the registry has no `[access]`).
-    fn granted(
-        &self,
-        scopes: &std::collections::BTreeSet<String>,
-    ) -> Option<std::collections::BTreeSet<String>> {
-        let reg = self.inner.gateway.registry();
-        if reg.access.is_empty() {
-            return None;
-        }
-        Some(
-            scopes
-                .iter()
-                .filter_map(|s| reg.access.get(s))
-                .flat_map(|a| a.ops.iter().cloned())
-                .filter(|op| {
-                    reg.ops
-                        .get(op)
-                        .is_some_and(|r| self.inner.surface_scope.contains(r))
-                })
-                .collect(),
-        )
     }
 
     /// Every scope `[access]` names (for the metadata document and 403 answers).
@@ -332,25 +299,39 @@ impl Server {
     /// Whether a principal may use any op of this server at all (the HTTP layer answers 403
     /// otherwise).
     pub fn grants_anything(&self, principal: &Principal) -> bool {
-        self.granted(&principal.scopes)
-            .is_none_or(|g| !g.is_empty())
+        self.view(Some(principal))
+            .scope
+            .ops
+            .as_ref()
+            .is_none_or(|ops| !ops.is_empty())
     }
 
-    /// What `principal` sees (everything the surface offers when there is none or the
-    /// registry has no `[access]`).
+    /// What `principal` sees: everything the surface offers when there is none or the registry
+    /// has no `[access]`, else the ops its `[access]` scopes grant within the surface. Built
+    /// once per distinct set of known scopes and kept (a scope `[access]` does not name changes
+    /// nothing, so it cannot grow the cache).
     fn view(&self, principal: Option<&Principal>) -> Arc<View> {
-        let Some(p) = principal else {
+        let reg = self.inner.gateway.registry();
+        let Some(p) = principal.filter(|_| !reg.access.is_empty()) else {
             return Arc::clone(&self.inner.full);
         };
-        let Some(allowed) = self.granted(&p.scopes) else {
-            return Arc::clone(&self.inner.full);
-        };
-        let key: Vec<String> = p.scopes.iter().cloned().collect();
+        let key: Vec<String> = p
+            .scopes
+            .iter()
+            .filter(|s| reg.access.contains_key(*s))
+            .cloned()
+            .collect();
         let mut views = self.inner.views.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(v) = views.get(&key) {
             return Arc::clone(v);
         }
-        let reg = self.inner.gateway.registry();
+        let surface = &self.inner.full.scope;
+        let allowed: std::collections::BTreeSet<String> = key
+            .iter()
+            .flat_map(|s| reg.access[s].ops.iter())
+            .filter(|op| reg.ops.get(*op).is_some_and(|r| surface.contains(r)))
+            .cloned()
+            .collect();
         let hide = visibility::Visibility::new(reg, &allowed);
         let gateway_tools = [&reg.gateway.help, &reg.gateway.exec, &reg.gateway.search];
         let tools: Vec<Tool> = self
@@ -376,12 +357,10 @@ impl Server {
         let view = Arc::new(View {
             tool_names: tools.iter().map(|t| t.name.to_string()).collect(),
             tools,
-            scope: Scope::ops(format!("principal {}", p.name), allowed),
+            scope: Scope::ops(format!("scopes {}", key.join(" ")), allowed),
             hide,
         });
-        if views.len() < 1024 {
-            views.insert(key, Arc::clone(&view));
-        }
+        views.insert(key, Arc::clone(&view));
         view
     }
 
@@ -419,28 +398,29 @@ impl Server {
         principal: Option<&Principal>,
     ) -> Result<CallToolResult, ErrorData> {
         let started = std::time::Instant::now();
-        let audit_args = self
+        let view = self.view(principal);
+        // The audit keeps a digest of the arguments, taken before the call consumes them.
+        let args = Value::Object(args.unwrap_or_default());
+        let args_b3 = self
             .inner
             .observer
             .audit
             .as_ref()
-            .map(|_| Value::Object(args.clone().unwrap_or_default()));
-        let answer = self.answer_call(name, args, principal).await;
+            .map(|_| observe::args_digest(&args));
+        let answer = self.answer_call(name, args, &view).await;
         let took = started.elapsed();
         let (op, code) = outcome(name, &answer);
-        // Ops a caller may not see are counted under their code, but named only for callers
-        // that may (an unknown or hidden name is `unknown`).
-        // Only names of the registry (or the gateway tool itself) become labels: a caller
-        // cannot grow the metrics by inventing op names.
-        let known = self.inner.gateway.registry().ops.contains_key(&op)
-            && self.view(principal).scope.contains_op(&op);
+        // Only ops of the registry the caller may see (or the gateway tool itself) become
+        // labels and audit names: a caller cannot grow the metrics by inventing op names.
+        let known =
+            self.inner.gateway.registry().ops.contains_key(&op) && view.scope.contains_op(&op);
         let op = if known || op == name {
             op
         } else {
             "unknown".to_string()
         };
         self.inner.observer.metrics.call(&op, &code, took);
-        if let (Some(sink), Some(args)) = (&self.inner.observer.audit, &audit_args) {
+        if let (Some(sink), Some(args_b3)) = (&self.inner.observer.audit, args_b3) {
             sink.write(
                 &observe::CallRecord {
                     principal: principal.map(|p| p.name.as_str()),
@@ -449,7 +429,7 @@ impl Server {
                     upstream: self.inner.upstream_of.get(&op).map(String::as_str),
                     code: &code,
                     took,
-                    args,
+                    args_b3,
                 }
                 .to_json(),
             );
@@ -460,11 +440,10 @@ impl Server {
     async fn answer_call(
         &self,
         name: &str,
-        args: Option<Map<String, Value>>,
-        principal: Option<&Principal>,
+        args: Value,
+        view: &View,
     ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
-        let view = self.view(principal);
         if !view.tool_names.contains(name) {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -475,10 +454,9 @@ impl Server {
             ));
         }
         let reg = inner.gateway.registry();
-        let args = Value::Object(args.unwrap_or_default());
         if name == reg.gateway.help {
             return Ok(match serde_json::from_value::<HelpRequest>(args) {
-                Ok(req) => json_result(&self.help_for(&view, &req), false),
+                Ok(req) => json_result(&self.help_for(view, &req), false),
                 Err(e) => bad_gateway_args(name, e),
             });
         }
@@ -510,7 +488,7 @@ impl Server {
             }
         };
         let envelope = inner.gateway.exec_in(call, &view.scope).await;
-        Ok(self.answer(envelope, &view))
+        Ok(self.answer(envelope, view))
     }
 
     /// A help page as `view` may see it: a hidden op or path is an unknown path, and pages
@@ -523,23 +501,8 @@ impl Server {
         let mut page = Value::clone(&gw.help(req));
         let served = page.get("path").and_then(Value::as_str).unwrap_or_default();
         if page.get("error").is_none() && hide.hides_path(served) {
-            // As if it did not exist: the unknown-path page of a name nobody has.
-            let unknown = HelpRequest {
-                path: "\u{0}".into(),
-                ..req.clone()
-            };
-            page = Value::clone(&gw.help(&unknown));
-            if let Some(o) = page.as_object_mut() {
-                let asked = crate::text::clip_chars(req.path.trim(), 64).to_string();
-                o.insert("path".into(), json!(asked));
-                if let Some(e) = o.get_mut("error").and_then(Value::as_object_mut) {
-                    e.insert(
-                        "message".into(),
-                        json!(format!("`{asked}` is not a help path, op or tool name.")),
-                    );
-                    e.insert("closest".into(), json!([]));
-                }
-            }
+            // As if it did not exist.
+            page = gw.help_unknown(&req.path);
         }
         hide.scrub(&mut page);
         page
@@ -600,11 +563,6 @@ fn outcome(tool: &str, answer: &Result<CallToolResult, ErrorData>) -> (String, S
             .map_or_else(|| "UPSTREAM_ERROR".to_string(), str::to_owned)
     };
     (op, code)
-}
-
-/// The scope the gateway was set up with (the surface's).
-fn gateway_scope(gateway: &Gateway) -> Scope {
-    gateway.scope().clone()
 }
 
 /// The key under which a forwarding handler returns the upstream's result.

@@ -39,7 +39,27 @@ pub struct OAuth {
     jwks_uri: String,
     algorithms: Vec<Algorithm>,
     http: reqwest::Client,
-    keys: RwLock<(JwkSet, Instant)>,
+    keys: RwLock<KeyCache>,
+}
+
+/// The issuer's keys and when to fetch them again.
+struct KeyCache {
+    set: JwkSet,
+    /// After this the set is fetched again before use.
+    stale_at: Instant,
+    /// No fetch before this (an unknown `kid`, or a failed fetch, waits for it).
+    next_fetch: Instant,
+}
+
+impl KeyCache {
+    fn fetched(set: JwkSet) -> KeyCache {
+        let now = Instant::now();
+        KeyCache {
+            set,
+            stale_at: now + REFRESH_AFTER,
+            next_fetch: now + REFETCH_AT_MOST_EVERY,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -103,13 +123,20 @@ impl OAuth {
             Some(u) => u.to_string(),
             None => {
                 let base = issuer.trim_end_matches('/');
-                let doc = fetch_json(&http, &format!("{base}/.well-known/openid-configuration"))
-                    .await
-                    .or(fetch_json(
-                        &http,
-                        &format!("{base}/.well-known/oauth-authorization-server"),
-                    )
-                    .await)?;
+                // OpenID discovery first; the OAuth metadata (RFC 8414) only when it fails.
+                let doc =
+                    match fetch_json(&http, &format!("{base}/.well-known/openid-configuration"))
+                        .await
+                    {
+                        Ok(doc) => doc,
+                        Err(_) => {
+                            fetch_json(
+                                &http,
+                                &format!("{base}/.well-known/oauth-authorization-server"),
+                            )
+                            .await?
+                        }
+                    };
                 if doc.get("issuer").and_then(|v| v.as_str()) != Some(issuer) {
                     return Err(format!(
                         "the discovery document names the issuer {:?}, not {issuer:?}",
@@ -133,7 +160,7 @@ impl OAuth {
                 algorithms
             },
             http,
-            keys: RwLock::new((keys, Instant::now())),
+            keys: RwLock::new(KeyCache::fetched(keys)),
         })
     }
 
@@ -146,33 +173,35 @@ impl OAuth {
         serde_json::from_value(doc).map_err(|e| format!("the JWKS does not parse: {e}"))
     }
 
-    /// The key for `kid`, fetching the set again when it is unknown or the cache is old.
+    /// The key for `kid`, fetching the set again when it is unknown or the cache is old (at
+    /// most every `REFETCH_AT_MOST_EVERY`, so tokens naming random keys cannot hammer the
+    /// issuer).
     async fn key(&self, kid: Option<&str>) -> Result<jsonwebtoken::jwk::Jwk, String> {
         let pick = |set: &JwkSet| match kid {
             Some(k) => set.find(k).cloned(),
             None if set.keys.len() == 1 => set.keys.first().cloned(),
             None => None,
         };
+        let unknown = || "the token's signing key is unknown".to_string();
         {
-            let cached = self.keys.read().await;
-            if cached.1.elapsed() < REFRESH_AFTER {
-                if let Some(k) = pick(&cached.0) {
-                    return Ok(k);
-                }
+            let cache = self.keys.read().await;
+            let now = Instant::now();
+            let found = pick(&cache.set);
+            if found.is_some() && now < cache.stale_at {
+                return found.ok_or_else(unknown);
             }
-            if cached.1.elapsed() < REFETCH_AT_MOST_EVERY {
-                return pick(&cached.0).ok_or_else(|| "the token's signing key is unknown".into());
+            if now < cache.next_fetch {
+                return found.ok_or_else(unknown);
             }
         }
         let fresh = Self::fetch_keys(&self.http, &self.jwks_uri).await;
-        let mut cached = self.keys.write().await;
-        if let Ok(set) = fresh {
-            *cached = (set, Instant::now());
-        } else {
-            // Keep the old keys, and do not hammer the issuer.
-            cached.1 = Instant::now() - REFRESH_AFTER + REFETCH_AT_MOST_EVERY;
+        let mut cache = self.keys.write().await;
+        match fresh {
+            Ok(set) => *cache = KeyCache::fetched(set),
+            // Keep the old keys, and do not try again before the wait is over.
+            Err(_) => cache.next_fetch = Instant::now() + REFETCH_AT_MOST_EVERY,
         }
-        pick(&cached.0).ok_or_else(|| "the token's signing key is unknown".into())
+        pick(&cache.set).ok_or_else(unknown)
     }
 
     /// The principal of a valid access token; why not otherwise (said to the client, so it

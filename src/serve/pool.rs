@@ -175,17 +175,13 @@ fn from_upstream(name: &str, e: UpstreamError) -> HandlerError {
     } else {
         UPSTREAM_UNAVAILABLE
     };
-    let mut message = e.public_message();
+    let mut message = e.to_string();
     let mut details = json!({"upstream": name});
     if !e.stderr().is_empty() {
         let n = INCIDENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let incident = format!("upstream-{}-{n}", std::process::id());
-        // The tail is bounded where it is kept (2 KiB) and escaped here.
-        eprintln!(
-            "toolreg serve: {incident}: {}; its stderr ended with:\n{}",
-            e.public_message(),
-            crate::diag::escape_controls(e.stderr())
-        );
+        // The tail is bounded where it is kept (2 KiB) and escaped in `with_stderr`.
+        eprintln!("toolreg serve: {incident}: {}", e.with_stderr());
         message.push_str(&format!(
             " (its stderr is in the toolreg serve log under `{incident}`)"
         ));

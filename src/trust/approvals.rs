@@ -89,6 +89,31 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
+/// Upstreams that are not approved on this machine: name and what each would run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unapproved(pub Vec<(String, String)>);
+
+impl std::fmt::Display for Unapproved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.len();
+        write!(
+            f,
+            "{n} upstream{} not approved to run on this machine, so nothing was started:",
+            if n == 1 { " is" } else { "s are" }
+        )?;
+        for (name, runs) in &self.0 {
+            write!(
+                f,
+                "\n  [upstreams.{}] runs `{runs}`",
+                crate::diag::escape_controls(name)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Unapproved {}
+
 /// One approved launch spec.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Approval {
@@ -192,6 +217,24 @@ impl Approvals {
             .into_iter()
             .filter(|(n, s)| !self.is_approved(n, s))
             .collect()
+    }
+
+    /// Why these upstreams may not run here, if any may not: each unapproved name with what it
+    /// would run. `serve` and `import --check` refuse with it before anything starts.
+    pub fn refuse_unapproved<'a>(
+        &self,
+        specs: impl IntoIterator<Item = (&'a String, &'a Upstream)>,
+    ) -> Result<(), Unapproved> {
+        let refused: Vec<(String, String)> = self
+            .unapproved(specs)
+            .into_iter()
+            .map(|(n, s)| (n.clone(), launch_line(s)))
+            .collect();
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err(Unapproved(refused))
+        }
     }
 
     /// Records approvals for `specs` in the file at `path` (created with its folder when

@@ -11,5 +11,5 @@
 pub mod approvals;
 pub mod secrets;
 
-pub use approvals::{launch_digest, launch_line, ApprovalError, Approvals};
+pub use approvals::{launch_digest, launch_line, ApprovalError, Approvals, Unapproved};
 pub use secrets::{redact_url, redact_urls_in, url_credentials};

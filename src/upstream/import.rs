@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error(transparent)]
+    /// Printed with the end of the server's stderr: `import` runs on the operator's terminal.
+    #[error("{}", .0.with_stderr())]
     Upstream(#[from] UpstreamError),
     #[error("`{0}` is not one safe name (letters, digits, `_`, `-`; at most 64); it names the file `NAME.mcp.json` and the `[upstreams.NAME]` table")]
     BadName(String),
@@ -25,24 +26,8 @@ pub enum ImportError {
     SecretInUrl { shown: String, what: String },
     #[error(transparent)]
     Approval(#[from] crate::trust::ApprovalError),
-    #[error("{}", unapproved_message(.0))]
-    Unapproved(Vec<(String, String)>),
-}
-
-/// The refusal to run upstreams nobody on this machine approved: each with what it runs.
-pub fn unapproved_message(list: &[(String, String)]) -> String {
-    let mut m = format!(
-        "{} upstream{} not approved to run on this machine, so nothing was started:",
-        list.len(),
-        if list.len() == 1 { " is" } else { "s are" }
-    );
-    for (name, runs) in list {
-        m.push_str(&format!(
-            "\n  [upstreams.{}] runs `{runs}`",
-            crate::diag::escape_controls(name)
-        ));
-    }
-    m
+    #[error(transparent)]
+    Unapproved(#[from] crate::trust::Unapproved),
 }
 
 /// What an import wrote.
@@ -210,18 +195,17 @@ pub fn recorded_upstreams(defs: &Path) -> Result<BTreeMap<String, Upstream>, Imp
             path: path.display().to_string(),
         });
     };
-    let ups: BTreeMap<String, Upstream> = ups
+    let ups: BTreeMap<String, crate::compiler::overlay::UpstreamSpec> = ups
         .clone()
         .try_into()
         .map_err(|e| file_error(&path, format!("[upstreams]: {e}")))?;
+    // The registry's form (the compiler's own conversion), so approval digests match what
+    // `serve` will check.
     Ok(ups
         .into_iter()
-        .map(|(name, mut u)| {
-            u.file = format!("{name}.mcp.json");
-            // The registry's form, so approval digests match what `serve` will check.
-            u.env.sort();
-            u.env.dedup();
-            (name, u)
+        .map(|(name, u)| {
+            let up = u.to_upstream(&name);
+            (name, up)
         })
         .collect())
 }
@@ -298,15 +282,7 @@ pub fn committed_tools(defs: &Path, upstream: &Upstream) -> Result<Vec<Value>, I
 /// Runs only upstreams this machine approved: when any is not, nothing starts at all.
 pub async fn check(defs: &Path) -> Result<Vec<Drift>, ImportError> {
     let recorded = recorded_upstreams(defs)?;
-    let approvals = crate::trust::Approvals::load_default()?;
-    let refused: Vec<(String, String)> = approvals
-        .unapproved(&recorded)
-        .into_iter()
-        .map(|(n, s)| (n.clone(), crate::trust::launch_line(s)))
-        .collect();
-    if !refused.is_empty() {
-        return Err(ImportError::Unapproved(refused));
-    }
+    crate::trust::Approvals::load_default()?.refuse_unapproved(&recorded)?;
     let mut out = Vec::new();
     for (name, spec) in recorded {
         let committed = committed_tools(defs, &spec)?;

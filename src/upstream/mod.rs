@@ -40,7 +40,7 @@ pub enum UpstreamError {
     MissingEnv { name: String, var: String },
     #[error("upstream `{name}` has neither a `command` nor a `url`")]
     NoTransport { name: String },
-    #[error("upstream `{name}` did not answer {what} within {} ms{}", .limit.as_millis(), stderr_note(.stderr))]
+    #[error("upstream `{name}` did not answer {what} within {} ms", .limit.as_millis())]
     Timeout {
         name: String,
         what: String,
@@ -49,7 +49,7 @@ pub enum UpstreamError {
     },
     #[error("upstream `{name}` sent a message over {} MiB during {what}; its session was ended", MAX_MESSAGE_BYTES >> 20)]
     TooLarge { name: String, what: String },
-    #[error("upstream `{name}` failed during {what}: {reason}{}", stderr_note(.stderr))]
+    #[error("upstream `{name}` failed during {what}: {reason}")]
     Failed {
         name: String,
         what: String,
@@ -79,22 +79,11 @@ impl UpstreamError {
         }
     }
 
-    /// The message without the server's stderr: what may travel to a client. A server's
-    /// stderr holds whatever it printed (tokens, connection strings), so only the operator's
-    /// own log gets it.
-    pub fn public_message(&self) -> String {
-        match self {
-            UpstreamError::Timeout {
-                name, what, limit, ..
-            } => format!(
-                "upstream `{name}` did not answer {what} within {} ms",
-                limit.as_millis()
-            ),
-            UpstreamError::Failed {
-                name, what, reason, ..
-            } => format!("upstream `{name}` failed during {what}: {reason}"),
-            other => other.to_string(),
-        }
+    /// The message with the end of the server's stderr, for the operator's own terminal or log
+    /// only. The plain message (`Display`) never carries it: a server's stderr holds whatever it
+    /// printed (tokens, connection strings), so it must not travel to a client.
+    pub fn with_stderr(&self) -> String {
+        format!("{self}{}", stderr_note(self.stderr()))
     }
 }
 

@@ -298,3 +298,24 @@ impl Drop for RedisServer {
         self.stop();
     }
 }
+
+/// A client-credentials access token from the [`oidc_provider`] (client `<id>`, secret
+/// `<id>-secret`) for `scope` and `resource`.
+pub async fn oidc_token(issuer: &str, client: &str, scope: &str, resource: &str) -> String {
+    let r = reqwest::Client::new()
+        .post(format!("{issuer}/token"))
+        .basic_auth(client, Some(format!("{client}-secret")))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "grant_type=client_credentials&scope={scope}&resource={resource}"
+        ))
+        .send()
+        .await
+        .expect("the provider answers");
+    let body: serde_json::Value =
+        serde_json::from_slice(&r.bytes().await.expect("a body")).expect("JSON");
+    body["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no token: {body}"))
+        .to_string()
+}
