@@ -45,10 +45,25 @@ enum ImportSource {
         /// (e.g. `X-Api-Key=GW_KEY`); repeatable
         #[arg(long, value_name = "HEADER=VAR", requires = "url", value_parser = header_env)]
         header_env: Vec<(String, String)>,
+        /// A folder offered to the server as an MCP root (`roots/list`), recorded as an absolute
+        /// path; repeatable. Without it toolreg declares no roots and the server keeps its own
+        /// configuration
+        #[arg(long = "root", value_name = "DIR", value_parser = root_folder)]
+        roots: Vec<String>,
         /// The command that starts the server, after `--`
         #[arg(last = true, required_unless_present = "url", value_name = "CMD")]
         command: Vec<String>,
     },
+}
+
+fn root_folder(s: &str) -> Result<String, String> {
+    let path = std::fs::canonicalize(s).map_err(|e| format!("{s}: {e}"))?;
+    if !path.is_dir() {
+        return Err(format!("{s} is not a folder"));
+    }
+    path.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("{s}: the path is not UTF-8"))
 }
 
 fn header_env(s: &str) -> Result<(String, String), String> {
@@ -202,6 +217,7 @@ pub fn import(args: ImportArgs) -> ExitCode {
                 url,
                 bearer_env,
                 header_env,
+                roots,
                 command,
             }),
             false,
@@ -216,6 +232,7 @@ pub fn import(args: ImportArgs) -> ExitCode {
                 timeout_ms,
                 bearer_env,
                 header_env: header_env.into_iter().collect(),
+                roots,
             };
             rt.block_on(async {
                 match toolreg::upstream::import::import(&name, &definitions, &spec).await {

@@ -429,6 +429,10 @@ pub struct Upstream {
     /// A `url` upstream's other secret headers: header name -> environment variable name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub header_env: BTreeMap<String, String>,
+    /// Absolute folders offered to the server as MCP roots (`roots/list`). Empty: the client
+    /// does not declare roots, and the server keeps its own configuration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<String>,
 }
 
 /// Why a registry could not be loaded.

@@ -858,3 +858,160 @@ async fn two_replicas_run_a_keyed_write_once_with_a_redis_store() {
         common::stderr(&out)
     );
 }
+
+/// A downstream client with a model: it answers sampling requests with a fixed message.
+#[derive(Clone)]
+struct ModelClient;
+
+#[allow(deprecated)] // sampling is deprecated by SEP-2577; servers in use still send it
+impl rmcp::ClientHandler for ModelClient {
+    fn get_info(&self) -> rmcp::model::ClientInfo {
+        let mut caps = rmcp::model::ClientCapabilities::default();
+        caps.sampling = Some(Default::default());
+        rmcp::model::ClientInfo::new(caps, rmcp::model::Implementation::new("test-host", "1"))
+    }
+
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let asked = serde_json::to_string(&params.messages).unwrap();
+        Ok(rmcp::model::CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text(format!(
+                "sampled by the test host; asked {}",
+                asked.contains("a haiku about gateways")
+            )),
+            "test-model".into(),
+        ))
+    }
+}
+
+/// Issue 21: `import mcp` declares the client capabilities toolreg honours, so the reference
+/// `server-everything` lists its capability-gated tools (13 to a bare client, 17 here), and
+/// `serve` honours them: roots come from `--root`, sampling goes to the stdio client whose call
+/// is in progress, and a client without sampling gets an error saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capability_gated_tools_are_imported_and_honoured() {
+    let m = modules();
+    let tmp = tempfile::tempdir().unwrap();
+    let (defs, gen, files) = (
+        tmp.path().join("defs"),
+        tmp.path().join("gen"),
+        tmp.path().join("my files"),
+    );
+    std::fs::create_dir_all(&files).unwrap();
+    let script = m.join("server-everything/dist/index.js");
+    let script = script.to_str().unwrap();
+    let import = |name: &str, extra: &[&str]| {
+        let mut args = vec!["import", "mcp", name, "-d", defs.to_str().unwrap()];
+        args.extend(extra);
+        args.extend(["--", "node", script, "stdio"]);
+        let out = toolreg(&args);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        let snapshot: Value =
+            serde_json::from_slice(&std::fs::read(defs.join(format!("{name}.mcp.json"))).unwrap())
+                .unwrap();
+        tool_names(&snapshot)
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let bare = import("plain", &[]);
+    let rooted = import("everything", &["--root", files.to_str().unwrap()]);
+    for gated in [
+        "trigger-sampling-request",
+        "trigger-elicitation-request",
+        "trigger-url-elicitation",
+    ] {
+        assert!(bare.contains(&gated.to_string()), "{gated}: {bare:?}");
+    }
+    assert!(!bare.iter().any(|t| t == "get-roots-list"), "{bare:?}");
+    assert!(rooted.iter().any(|t| t == "get-roots-list"), "{rooted:?}");
+    assert_eq!(rooted.len(), 17, "{rooted:?}");
+    assert_eq!(bare.len(), 16, "{bare:?}");
+    let overlay = std::fs::read_to_string(defs.join("toolreg.toml")).unwrap();
+    let canonical = std::fs::canonicalize(&files).unwrap();
+    assert!(
+        overlay.contains(&format!("roots = [\"{}\"]", canonical.display())),
+        "{overlay}"
+    );
+    std::fs::remove_file(defs.join("plain.mcp.json")).unwrap();
+    let mut doc: toml::Table = overlay.parse().unwrap();
+    doc["upstreams"].as_table_mut().unwrap().remove("plain");
+    std::fs::write(defs.join("toolreg.toml"), doc.to_string()).unwrap();
+    let out = toolreg(&[
+        "build",
+        "-d",
+        defs.to_str().unwrap(),
+        "--out",
+        gen.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "build: {}", common::stderr(&out));
+
+    let serve = || {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolreg"));
+        cmd.args(["serve", "--registry", gen.to_str().unwrap()])
+            .args(["--surface", "direct"])
+            .env("TOOLREG_APPROVALS", approvals());
+        rmcp::transport::TokioChildProcess::new(cmd).unwrap()
+    };
+    let host = ModelClient.serve(serve()).await.unwrap();
+    let listed = host.list_tools(None).await.unwrap();
+    let names: Vec<String> = listed.tools.iter().map(|t| t.name.to_string()).collect();
+    let by_suffix = |s: &str| {
+        names
+            .iter()
+            .find(|n| n.ends_with(s))
+            .unwrap_or_else(|| panic!("no tool ending in {s}: {names:?}"))
+            .clone()
+    };
+    let (sampling, roots) = (
+        by_suffix("trigger-sampling-request"),
+        by_suffix("get-roots-list"),
+    );
+    let call = |c: &RunningService<RoleClient, ModelClient>, tool: &str, args: Value| {
+        let Value::Object(args) = args else { panic!() };
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let peer = c.peer().clone();
+        async move { peer.call_tool(params).await.unwrap() }
+    };
+    let sampled = call(
+        &host,
+        &sampling,
+        json!({"prompt": "a haiku about gateways", "maxTokens": 20}),
+    )
+    .await;
+    assert_ne!(sampled.is_error, Some(true), "{}", text(&sampled));
+    assert!(
+        text(&sampled).contains("sampled by the test host; asked true"),
+        "{}",
+        text(&sampled)
+    );
+    let listed_roots = call(&host, &roots, json!({})).await;
+    assert!(
+        text(&listed_roots).contains(&format!(
+            "file://{}",
+            canonical.display().to_string().replace(' ', "%20")
+        )),
+        "{}",
+        text(&listed_roots)
+    );
+    host.cancel().await.unwrap();
+
+    // A client without a model: the server is told why, and says so in its result.
+    let bare_client = ().serve(serve()).await.unwrap();
+    let Value::Object(args) = json!({"prompt": "hi", "maxTokens": 5}) else {
+        panic!()
+    };
+    let refused = bare_client
+        .call_tool(CallToolRequestParams::new(sampling).with_arguments(args))
+        .await
+        .unwrap();
+    assert!(
+        text(&refused).contains("does not support sampling"),
+        "{}",
+        text(&refused)
+    );
+    bare_client.cancel().await.unwrap();
+}

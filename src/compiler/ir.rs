@@ -723,6 +723,11 @@ fn upstreams(
 
 /// What makes an `[upstreams.NAME]` entry unusable on its own (its snapshot aside): TR080's
 /// message, or `None` when it could run. The approval lint skips the entries this refuses.
+/// An MCP root as the overlay may give it: an absolute path without control characters.
+fn root_valid(root: &str) -> bool {
+    std::path::Path::new(root).is_absolute() && !root.chars().any(char::is_control)
+}
+
 pub(crate) fn upstream_problem(name: &str, spec: &super::overlay::UpstreamSpec) -> Option<String> {
     if !super::enrich::provider_valid(name) {
         Some("is not one safe name (letters, digits, `_`, `-`; at most 64)".to_string())
@@ -738,6 +743,11 @@ pub(crate) fn upstream_problem(name: &str, spec: &super::overlay::UpstreamSpec) 
         Some("has a `url` that is not http:// or https://".to_string())
     } else if spec.timeout_ms == Some(0) {
         Some("has `timeout_ms = 0`".to_string())
+    } else if let Some(bad) = spec.roots.iter().find(|r| !root_valid(r)) {
+        Some(format!(
+            "lists the root `{}`, which is not an absolute folder path (roots are offered to the server as file:// URIs)",
+            crate::diag::escape_controls(bad)
+        ))
     } else if spec.command.is_some() && (spec.bearer_env.is_some() || !spec.header_env.is_empty()) {
         Some("sets `bearer_env` or `header_env`, which only a `url` upstream sends (a command gets its secrets through `env`)".to_string())
     } else if let Some(bad) = spec

@@ -138,6 +138,9 @@ pub struct UpstreamSpec {
     /// A `url` upstream's secret headers: header name -> environment variable name.
     #[serde(default)]
     pub header_env: BTreeMap<String, String>,
+    /// Absolute folders offered to the server as MCP roots; none: roots are not declared.
+    #[serde(default)]
+    pub roots: Vec<String>,
 }
 
 impl UpstreamSpec {
@@ -156,6 +159,7 @@ impl UpstreamSpec {
             timeout_ms: self.timeout_ms,
             bearer_env: self.bearer_env.clone(),
             header_env: self.header_env.clone(),
+            roots: self.roots.clone(),
         }
     }
 }

@@ -87,7 +87,7 @@ diff_codes! {
     AliasAdded = "TD034", Info, "an op alias was added (a rename with its old name kept is one)";
     Relaxed = "TD035", Info, "an op became a read, not destructive, visible, or joined a profile";
     UpstreamAdded = "TD040", Security, "an upstream MCP server was added: a command or URL that `serve` and `import --check` would run";
-    UpstreamChanged = "TD041", Security, "an upstream's command, arguments, environment names, URL or secret headers changed";
+    UpstreamChanged = "TD041", Security, "an upstream's command, arguments, environment names, URL, secret headers or roots changed";
     UpstreamRemoved = "TD042", Info, "an upstream MCP server was removed";
 }
 

@@ -717,10 +717,26 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let principal = principal_of(&context);
-        self.call_as(&request.name, request.arguments, principal.as_ref())
-            .await
-            .map(CallToolResponse::from)
+        let call = self.call_as(&request.name, request.arguments, principal.as_ref());
+        // A stdio client can be asked, during its call, what an upstream asks back (sampling,
+        // elicitation); the HTTP transport answers with JSON only and has no way back.
+        let answer = if over_http(&context) {
+            call.await
+        } else {
+            crate::upstream::CALLER
+                .scope(context.peer.clone(), call)
+                .await
+        };
+        answer.map(CallToolResponse::from)
     }
+}
+
+/// Whether this request came over HTTP (the transport puts the request's parts in).
+fn over_http(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .is_some()
 }
 
 /// The principal the HTTP layer authenticated for this request, if any.

@@ -33,7 +33,7 @@ fn file_error(path: &Path, message: impl std::fmt::Display) -> ApprovalError {
 /// The digest of what an upstream would run: `b3:` and 64 hex digits. `timeout_ms` and the
 /// snapshot file name are left out: they change no code that runs.
 pub fn launch_digest(name: &str, spec: &Upstream) -> String {
-    let canonical = serde_json::json!({
+    let mut canonical = serde_json::json!({
         "name": name,
         "command": spec.command,
         "args": spec.args,
@@ -42,6 +42,11 @@ pub fn launch_digest(name: &str, spec: &Upstream) -> String {
         "bearer_env": spec.bearer_env,
         "header_env": spec.header_env,
     });
+    // Roots widen what a server may touch, so they are covered; only when set, so approvals
+    // given before roots existed still match.
+    if !spec.roots.is_empty() {
+        canonical["roots"] = serde_json::json!(spec.roots);
+    }
     format!(
         "b3:{}",
         blake3::hash(canonical.to_string().as_bytes()).to_hex()
@@ -73,6 +78,9 @@ pub fn launch_line(spec: &Upstream) -> String {
     );
     if !vars.is_empty() {
         line.push_str(&format!(" [environment: {}]", vars.join(", ")));
+    }
+    if !spec.roots.is_empty() {
+        line.push_str(&format!(" [roots: {}]", spec.roots.join(", ")));
     }
     crate::diag::escape_controls(&line)
 }

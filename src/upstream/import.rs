@@ -177,6 +177,9 @@ pub fn record_upstream(overlay: &Path, name: &str, spec: &Upstream) -> Result<()
         }
         entry.insert("header_env", value(t));
     }
+    if !spec.roots.is_empty() {
+        entry.insert("roots", strings(&spec.roots));
+    }
     if let Some(t) = spec.timeout_ms.map(|t| t as i64).or(old_timeout) {
         entry.insert("timeout_ms", value(t));
     }

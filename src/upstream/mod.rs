@@ -5,7 +5,11 @@
 //! Every wait is bounded: starting, `tools/list` and each call have a time limit, and a server
 //! that dies or prints garbage is reported with the last lines of its stderr.
 
+mod client;
 pub mod import;
+
+pub use client::CALLER;
+use client::{GatewayClient, Relay};
 
 use crate::registry::Upstream;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -99,10 +103,20 @@ fn stderr_note(stderr: &str) -> String {
     }
 }
 
+/// The client side of a session with `spec`: what it declares and how it answers the server.
+fn client(spec: &Upstream) -> GatewayClient {
+    GatewayClient::new(
+        &spec.roots,
+        spec.timeout_ms.map_or(CALL_TIMEOUT, Duration::from_millis),
+    )
+}
+
 /// A running MCP client session with one upstream server.
 pub struct Session {
     name: String,
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, GatewayClient>,
+    /// The downstream clients of the calls in flight (for the server's sampling/elicitation).
+    relay: Arc<Relay>,
     /// The process group of a stdio server (killed whole on shutdown).
     group: Option<i32>,
     stderr: Arc<Mutex<String>>,
@@ -200,7 +214,8 @@ impl Session {
             config = config.custom_headers(headers);
         }
         let transport = StreamableHttpClientTransport::from_config(config);
-        let service = match tokio::time::timeout(START_TIMEOUT, ().serve(transport)).await {
+        let service = match tokio::time::timeout(START_TIMEOUT, client(spec).serve(transport)).await
+        {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => return Err(failed(e.to_string())),
             Err(_) => {
@@ -225,7 +240,7 @@ impl Session {
 
     fn running(
         name: &str,
-        service: RunningService<RoleClient, ()>,
+        service: RunningService<RoleClient, GatewayClient>,
         group: Option<i32>,
         stderr: Arc<Mutex<String>>,
         tools_tap: ToolsTap,
@@ -242,6 +257,7 @@ impl Session {
             .unwrap_or_else(|| "server version unknown".into());
         Session {
             name: name.into(),
+            relay: Arc::clone(&service.service().relay),
             service,
             group,
             stderr,
@@ -301,7 +317,7 @@ impl Session {
             reason,
             stderr: tail(stderr),
         };
-        let handshake = ().serve((session_input, stdin));
+        let handshake = client(spec).serve((session_input, stdin));
         let started = tokio::select! {
             r = tokio::time::timeout(START_TIMEOUT, handshake) => r,
             _ = garbage.notified() => {
@@ -402,6 +418,8 @@ impl Session {
     ) -> Result<CallToolResult, UpstreamError> {
         let what = format!("tools/call `{tool}`");
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        // The server may ask this call's client for sampling or elicitation meanwhile.
+        let _in_flight = self.relay.enter();
         let called = tokio::time::timeout(self.call_timeout, self.service.call_tool(params));
         let too_large = |what: String| UpstreamError::TooLarge {
             name: self.name.clone(),
