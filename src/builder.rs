@@ -206,9 +206,11 @@ impl Builder {
             Err(d) => return Err(self.fail(vec![*d].into())),
         };
         if self.cargo_metadata {
+            let kept = output::kept_diagnostics(&out_dir, &written);
             for d in compiled
                 .diagnostics
                 .iter()
+                .chain(&kept)
                 .filter(|d| d.severity == Severity::Warning)
             {
                 let place = d

@@ -507,7 +507,12 @@ pub fn run() -> ExitCode {
                         display(&out.out)
                     );
                     say_quarantined(reg);
-                    ExitCode::SUCCESS
+                    if r.kept.is_empty() {
+                        ExitCode::SUCCESS
+                    } else {
+                        show(&output::kept_diagnostics(&out.out, &r).into(), format, true);
+                        ExitCode::from(1)
+                    }
                 }
                 Err(d) => {
                     show(&vec![*d].into(), format, true);

@@ -114,6 +114,8 @@ codes! {
     OutputIo = "TR050", Error, "the output folder could not be written";
     OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";
     OutputOverlapsDefinitions = "TR052", Error, "the output folder and the definitions folder nest";
+    OutputLink = "TR053", Error, "a path toolreg would write or remove in the output folder is a symbolic link or not a regular file";
+    OutputKept = "TR054", Warning, "a file toolreg wrote and would now remove was changed since; it was kept";
 }
 
 impl fmt::Display for Code {

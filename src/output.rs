@@ -14,15 +14,20 @@
 //!
 //! Unchanged files are never touched (their mtimes stay, so build tools do not rebuild).
 //!
-//! Ownership: toolreg only removes files its previous manifest (`toolreg.manifest.json`) lists.
-//! In [`Ownership::Folder`] mode (the CLI) a non-empty folder without a manifest is refused rather
-//! than adopted; files the manifest does not list are left alone and reported by `check` as
-//! foreign. In [`Ownership::Manifest`] mode (build.rs writing into a shared `OUT_DIR`) foreign
-//! files are not even reported.
+//! Ownership: toolreg only removes files its previous manifest (`toolreg.manifest.json`) lists,
+//! and only while their bytes still hash to what it wrote (an edited one is kept, TR054). In
+//! [`Ownership::Folder`] mode (the CLI) a folder without a manifest is adopted only when it holds
+//! nothing (dotfiles count); files the manifest does not list are left alone and reported by
+//! `check` as foreign. In [`Ownership::Manifest`] mode (build.rs writing into a shared `OUT_DIR`)
+//! foreign files are not even reported.
+//!
+//! Links: the output folder itself may be a symbolic link (it is resolved once), but nothing
+//! inside it is followed for writing or removing: a path whose folder or file is a link, or not
+//! a plain folder or file, is refused (TR053) before anything changes.
 
 use crate::diag::{Code, Diagnostic, Location};
 use crate::emit::{FileMap, MANIFEST};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -41,6 +46,9 @@ pub struct WriteReport {
     pub written: Vec<String>,
     pub removed: Vec<String>,
     pub unchanged: usize,
+    /// Files the old manifest listed and build no longer writes, whose bytes changed since
+    /// toolreg wrote them: kept, and no longer listed (someone else's now).
+    pub kept: Vec<String>,
 }
 
 /// The first differing line of a changed file.
@@ -86,29 +94,115 @@ fn rel_path(root: &Path, p: &Path) -> String {
         .join("/")
 }
 
-/// Files the folder's manifest lists (and the manifest itself): the only files toolreg may remove.
-fn listed_files(out: &Path) -> BTreeSet<String> {
+/// Files the folder's manifest lists (and the manifest itself), each with the hash toolreg
+/// recorded for it: the only files toolreg may remove.
+fn listed_files(out: &Path) -> BTreeMap<String, Option<String>> {
     let Ok(text) = fs::read_to_string(out.join(MANIFEST)) else {
-        return BTreeSet::new();
+        return BTreeMap::new();
     };
     let listed = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .and_then(|v| {
-            v.get("files")
-                .and_then(|f| f.as_object())
-                .map(|f| f.keys().cloned().collect::<BTreeSet<_>>())
+            v.get("files").and_then(|f| f.as_object()).map(|f| {
+                f.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned)))
+                    .collect::<BTreeMap<_, _>>()
+            })
         })
         .unwrap_or_default();
-    let mut owned: BTreeSet<String> = listed
+    let mut owned: BTreeMap<String, Option<String>> = listed
         .into_iter()
-        .filter(|p| safe_rel(p) && out.join(p).is_file())
+        .filter(|(p, _)| safe_rel(p) && plain_file(&out.join(p)))
         .collect();
-    owned.insert(MANIFEST.to_string());
-    owned.retain(|p| out.join(p).is_file());
+    owned.insert(MANIFEST.to_string(), None);
+    owned.retain(|p, _| plain_file(&out.join(p)));
     owned
 }
 
-/// Every non-hidden file in `out` (hidden files and folders are never toolreg's business).
+/// A regular file, not a link to one.
+fn plain_file(p: &Path) -> bool {
+    fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file())
+}
+
+/// The manifest's hash of a file's contents (line endings normalized, as `check` compares).
+fn content_hash(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let hash = blake3::hash(normalize_eol(&text).as_bytes());
+    format!("b3:{}", &hash.to_hex()[..16])
+}
+
+/// Whether `rel` in `out` still holds the bytes toolreg recorded (`None`: no hash recorded, as
+/// for the manifest itself, which only toolreg writes).
+fn unchanged_since_written(out: &Path, rel: &str, recorded: Option<&str>) -> bool {
+    match recorded {
+        None => true,
+        Some(want) => fs::read(out.join(rel)).is_ok_and(|b| content_hash(&b) == want),
+    }
+}
+
+/// Refuses `rel` when any folder on its way, or the file itself, is a symbolic link or not a
+/// plain folder/file: a write or removal there would land outside the output folder (or on
+/// something that is not toolreg's file).
+fn ensure_no_links(out: &Path, rel: &str) -> Result<(), Box<Diagnostic>> {
+    let mut path = out.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        path.push(part);
+        let last = i + 1 == parts.len();
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_error(&path, "inspect", e)),
+        };
+        let kind = meta.file_type();
+        let what = if kind.is_symlink() {
+            let target = fs::read_link(&path)
+                .map(|t| format!(" (to `{}`)", t.display()))
+                .unwrap_or_default();
+            format!("is a symbolic link{target}")
+        } else if last && !kind.is_file() {
+            "is not a regular file".to_string()
+        } else if !last && !kind.is_dir() {
+            "is not a folder".to_string()
+        } else {
+            continue;
+        };
+        let shown = path.to_string_lossy().replace('\\', "/");
+        return Err(Box::new(
+            Diagnostic::new(
+                Code::OutputLink,
+                format!(
+                    "refusing to write or remove `{rel}`: `{}` {what}",
+                    crate::diag::escape_controls(&shown)
+                ),
+            )
+            .at(Location::file(shown))
+            .help("toolreg never writes or removes through a link inside its output folder (it could lead outside it); remove the link or point --out at a plain folder; nothing was changed"),
+        ));
+    }
+    Ok(())
+}
+
+/// Everything in a folder without a manifest that would stop toolreg adopting it: every entry,
+/// dotfiles and links included, except toolreg's own lock and staging folder (empty folders
+/// do not count).
+fn unowned_entries(out: &Path) -> Result<Vec<String>, Box<Diagnostic>> {
+    let mut found = Vec::new();
+    let walker = walkdir::WalkDir::new(out)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() != 1 || (e.file_name() != LOCK && e.file_name() != STAGING));
+    for entry in walker {
+        let entry = entry.map_err(|e| io_error(out, "read", e.into()))?;
+        if entry.depth() > 0 && !entry.file_type().is_dir() {
+            found.push(rel_path(out, entry.path()));
+        }
+    }
+    Ok(found)
+}
+
+/// Every non-hidden file (or link, or other non-folder) in `out`, links not followed; hidden
+/// files and folders of an owned folder are never toolreg's business.
 fn visible_files(out: &Path) -> Result<BTreeSet<String>, Box<Diagnostic>> {
     let mut files = BTreeSet::new();
     let walker = walkdir::WalkDir::new(out)
@@ -117,7 +211,7 @@ fn visible_files(out: &Path) -> Result<BTreeSet<String>, Box<Diagnostic>> {
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
     for entry in walker {
         let entry = entry.map_err(|e| io_error(out, "read", e.into()))?;
-        if entry.file_type().is_file() {
+        if entry.depth() > 0 && !entry.file_type().is_dir() {
             files.insert(rel_path(out, entry.path()));
         }
     }
@@ -138,25 +232,37 @@ fn ensure_folder(out: &Path) -> Result<bool, Box<Diagnostic>> {
     Ok(true)
 }
 
-/// Before build writes into a folder without a manifest, the folder must be empty of anything
-/// build would not write itself: toolreg never adopts (and later deletes) someone else's files.
-fn ensure_adoptable(out: &Path, foreign: &[String]) -> Result<(), Box<Diagnostic>> {
-    if foreign.is_empty() || out.join(MANIFEST).is_file() {
+/// Before build writes into a folder without a manifest, the folder must hold nothing at all
+/// (dotfiles and links included): toolreg never adopts (and later deletes) someone else's files.
+fn ensure_adoptable(out: &Path, files: &FileMap) -> Result<(), Box<Diagnostic>> {
+    if out.join(MANIFEST).is_file() {
+        return Ok(());
+    }
+    let mut foreign = unowned_entries(out)?;
+    // Name first what build would not even write: those are surely someone else's.
+    foreign.sort_by_key(|f| files.contains_key(f));
+    if foreign.is_empty() {
         return Ok(());
     }
     let shown = out.to_string_lossy().replace('\\', "/");
-    let listed: Vec<&str> = foreign.iter().take(5).map(String::as_str).collect();
+    let listed: Vec<String> = foreign
+        .iter()
+        .take(5)
+        .map(|f| crate::diag::escape_controls(f))
+        .collect();
     Err(Box::new(
         Diagnostic::new(
             Code::OutputNotOwned,
             format!(
-                "output folder `{shown}` has files toolreg did not write and no {MANIFEST}: {}{}",
+                "output folder `{shown}` has {} file{} toolreg did not write and no {MANIFEST}: {}{}",
+                foreign.len(),
+                if foreign.len() == 1 { "" } else { "s" },
                 listed.join(", "),
                 if foreign.len() > 5 { ", ..." } else { "" }
             ),
         )
         .at(Location::file(shown))
-        .help("toolreg only writes into an empty folder or one with its manifest, so it never takes over files it did not write; point --out elsewhere or move these files away"),
+        .help("toolreg only writes into an empty folder (dotfiles count) or one with its manifest, so it never takes over files it did not write; point --out elsewhere or move these files away"),
     ))
 }
 
@@ -290,6 +396,18 @@ fn check_unlocked(
     }
     for (rel, want) in files {
         let path = out.join(rel);
+        if ensure_no_links(out, rel).is_err() {
+            // Not toolreg's file: build refuses to write through it (TR053).
+            report.changed.push((
+                rel.clone(),
+                FirstDiff {
+                    line: 1,
+                    expected: want.lines().next().map(str::to_owned),
+                    actual: Some("(a symbolic link or not a regular file)".into()),
+                },
+            ));
+            continue;
+        }
         match fs::read(&path) {
             Ok(bytes) => {
                 let have = String::from_utf8_lossy(&bytes);
@@ -305,14 +423,14 @@ fn check_unlocked(
     }
     let listed = listed_files(out);
     report.extra = listed
-        .iter()
+        .keys()
         .filter(|p| !files.contains_key(*p))
         .cloned()
         .collect();
     if mode == Ownership::Folder {
         report.foreign = visible_files(out)?
             .into_iter()
-            .filter(|p| !files.contains_key(p) && !listed.contains(p))
+            .filter(|p| !files.contains_key(p) && !listed.contains_key(p))
             .collect();
     }
     Ok(report)
@@ -337,15 +455,36 @@ fn write_locked(
     mode: Ownership,
 ) -> Result<WriteReport, Box<Diagnostic>> {
     fs::create_dir_all(out).map_err(|e| io_error(out, "create", e))?;
+    for own in [LOCK, STAGING] {
+        if fs::symlink_metadata(out.join(own)).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(ensure_no_links(out, own).expect_err("a link is refused"));
+        }
+    }
     let _lock = FolderLock::acquire(out)?;
     recover(out)?;
     remove_legacy_temporaries(out);
     let status = check_unlocked(out, files, mode)?;
     if mode == Ownership::Folder {
-        ensure_adoptable(out, &status.foreign)?;
+        ensure_adoptable(out, files)?;
     }
+    for rel in status
+        .changed
+        .iter()
+        .map(|(p, _)| p)
+        .chain(&status.missing)
+        .chain(&status.extra)
+    {
+        ensure_no_links(out, rel)?;
+    }
+    // Only files still as toolreg wrote them are removed; an edited one is kept and reported.
+    let recorded = listed_files(out);
+    let (remove, kept): (Vec<String>, Vec<String>) =
+        status.extra.iter().cloned().partition(|p| {
+            unchanged_since_written(out, p, recorded.get(p).and_then(|h| h.as_deref()))
+        });
     let mut report = WriteReport {
         unchanged: files.len() - status.changed.len() - status.missing.len(),
+        kept,
         ..Default::default()
     };
     if status.is_clean() {
@@ -373,7 +512,11 @@ fn write_locked(
         }
         let journal = Journal {
             replace: to_write.clone(),
-            remove: status.extra.clone(),
+            remove: remove.clone(),
+            hashes: remove
+                .iter()
+                .filter_map(|p| Some((p.clone(), recorded.get(p)?.clone()?)))
+                .collect(),
         };
         let text = serde_json::to_string(&journal).expect("a journal is plain data");
         let tmp = staging.join(JOURNAL_TMP);
@@ -393,7 +536,7 @@ fn write_locked(
     // Roll forward.
     recover(out)?;
     report.written = to_write;
-    report.removed = status.extra;
+    report.removed = remove;
     Ok(report)
 }
 
@@ -407,6 +550,9 @@ const LOCK: &str = ".toolreg.lock";
 struct Journal {
     replace: Vec<String>,
     remove: Vec<String>,
+    /// The recorded hash of each file to remove: one changed after the commit is kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    hashes: BTreeMap<String, String>,
 }
 
 /// Finishes a committed write (journal present) or discards an uncommitted one (no journal), then
@@ -432,6 +578,8 @@ fn recover(out: &Path) -> Result<(), Box<Diagnostic>> {
             if !from.exists() {
                 continue; // renamed before an interruption
             }
+            // A link planted since the commit is refused, not followed.
+            ensure_no_links(out, rel)?;
             let to = out.join(rel);
             if let Some(dir) = to.parent() {
                 fs::create_dir_all(dir).map_err(|e| interrupted(dir, "create", e))?;
@@ -440,6 +588,11 @@ fn recover(out: &Path) -> Result<(), Box<Diagnostic>> {
         }
         for rel in journal.remove.iter().filter(|r| safe_rel(r)) {
             let path = out.join(rel);
+            if ensure_no_links(out, rel).is_err()
+                || !unchanged_since_written(out, rel, journal.hashes.get(rel).map(String::as_str))
+            {
+                continue; // not the file toolreg wrote any more: kept
+            }
             match fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -512,6 +665,27 @@ impl Drop for FolderLock {
         // Removed while still locked, so the next holder's inode check sees the change.
         let _ = fs::remove_file(&self.path);
     }
+}
+
+/// A TR054 warning for each file a write kept (see [`WriteReport::kept`]).
+pub fn kept_diagnostics(out: &Path, report: &WriteReport) -> Vec<Diagnostic> {
+    report
+        .kept
+        .iter()
+        .map(|rel| {
+            let shown = out.join(rel).to_string_lossy().replace('\\', "/");
+            let shown = crate::diag::escape_controls(&shown);
+            Diagnostic::new(
+                Code::OutputKept,
+                format!("kept `{shown}`: build no longer writes it, but it changed since toolreg wrote it"),
+            )
+            .at(Location::file(shown.clone()))
+            .help(format!(
+                "it is no longer listed in {MANIFEST}, so it is yours now and build leaves it alone; if it is not wanted: rm -- '{}'",
+                shown.replace('\'', r"'\''")
+            ))
+        })
+        .collect()
 }
 
 /// Prints a check report the way `toolreg check` shows it.
@@ -591,7 +765,10 @@ mod tests {
         let v1 = map(&[
             ("a.json", "1\n"),
             ("sub/b.md", "b\n"),
-            (MANIFEST, r#"{"files":{"a.json":"","sub/b.md":""}}"#),
+            (
+                MANIFEST,
+                &manifest(&[("a.json", "1\n"), ("sub/b.md", "b\n")]),
+            ),
         ]);
         let r = write(&out, &v1, Ownership::Folder).unwrap();
         assert_eq!(r.written.len(), 3);
@@ -715,13 +892,25 @@ mod tests {
     fn manifest_mode_leaves_foreign_files() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("other.rs"), "user").unwrap();
-        let v1 = map(&[("a", "1"), (MANIFEST, r#"{"files":{"a":"x","old":"y"}}"#)]);
+        let v1 = map(&[
+            ("a", "1"),
+            (MANIFEST, &manifest(&[("a", "1"), ("old", "stale")])),
+        ]);
         write(dir.path(), &v1, Ownership::Manifest).unwrap();
         fs::write(dir.path().join("old"), "stale").unwrap();
         let v2 = map(&[("a", "1"), (MANIFEST, r#"{"files":{"a":"x"}}"#)]);
         let r = write(dir.path(), &v2, Ownership::Manifest).unwrap();
         assert_eq!(r.removed, vec!["old".to_string()]);
         assert!(dir.path().join("other.rs").exists());
+    }
+
+    /// A manifest listing `files` with the hashes toolreg records.
+    fn manifest(files: &[(&str, &str)]) -> String {
+        let listed: BTreeMap<&str, String> = files
+            .iter()
+            .map(|(p, c)| (*p, content_hash(c.as_bytes())))
+            .collect();
+        serde_json::json!({ "files": listed }).to_string()
     }
 
     #[test]

@@ -1,0 +1,305 @@
+//! The writer never reaches outside its output folder and never deletes what it did not write
+//! (issue 24, item 1). Each case hashes the neighbourhood of the output folder (everything else
+//! under the test's root: files, links and their targets) before and after, and asserts that it
+//! did not change.
+#![cfg(unix)]
+
+mod common;
+#[path = "../benches/support/synthetic.rs"]
+mod synthetic;
+
+use common::{stderr, toolreg};
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+/// Every entry under `root` except those under `skip`: a file by its bytes' hash, a link by its
+/// target, a folder as such. Links are not followed.
+fn neighbourhood(root: &Path, skip: &Path) -> BTreeMap<String, String> {
+    let mut seen = BTreeMap::new();
+    let walker = walkdir::WalkDir::new(root)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.path() != skip);
+    for entry in walker {
+        let entry = entry.unwrap();
+        let rel = entry
+            .path()
+            .strip_prefix(root)
+            .unwrap()
+            .display()
+            .to_string();
+        let kind = entry.file_type();
+        let what = if kind.is_symlink() {
+            format!("link -> {}", fs::read_link(entry.path()).unwrap().display())
+        } else if kind.is_file() {
+            blake3::hash(&fs::read(entry.path()).unwrap())
+                .to_hex()
+                .to_string()
+        } else {
+            "folder".into()
+        };
+        seen.insert(rel, what);
+    }
+    seen
+}
+
+struct Scene {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    defs: PathBuf,
+    out: PathBuf,
+}
+
+impl Scene {
+    /// A catalog of `tools` tools (100 per file) built once into `root/gen`.
+    fn built(tools: usize) -> Scene {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        let (defs, out) = (root.join("defs"), root.join("gen"));
+        synthetic::write_catalog(&defs, tools);
+        let s = Scene {
+            _tmp: tmp,
+            root,
+            defs,
+            out,
+        };
+        let o = s.build();
+        assert!(o.status.success(), "{}", stderr(&o));
+        s
+    }
+
+    fn run(&self, cmd: &str) -> std::process::Output {
+        toolreg(
+            &self.root,
+            &[
+                cmd,
+                "-d",
+                self.defs.to_str().unwrap(),
+                "--out",
+                self.out.to_str().unwrap(),
+            ],
+        )
+    }
+
+    fn build(&self) -> std::process::Output {
+        self.run("build")
+    }
+
+    fn around(&self) -> BTreeMap<String, String> {
+        neighbourhood(&self.root, &self.out)
+    }
+}
+
+/// A victim folder beside the output, holding what the build would write under `docs/`.
+fn victim(root: &Path, name: &str) -> PathBuf {
+    let v = root.join(name);
+    fs::create_dir_all(v.join("src")).unwrap();
+    fs::write(v.join("src/README.md"), "the victim's own readme\n").unwrap();
+    fs::write(v.join("book.toml"), "[book]\ntitle = \"mine\"\n").unwrap();
+    fs::write(v.join("precious.txt"), "do not delete\n").unwrap();
+    v
+}
+
+#[test]
+fn a_link_inside_the_output_folder_is_never_written_through() {
+    let s = Scene::built(20);
+    victim(&s.root, "victim");
+    fs::remove_dir_all(s.out.join("docs")).unwrap();
+    symlink("../victim", s.out.join("docs")).unwrap();
+    let before = s.around();
+
+    let o = s.build();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("TR053"), "{err}");
+    assert!(err.contains("is a symbolic link (to `../victim`)"), "{err}");
+    assert_eq!(
+        s.around(),
+        before,
+        "build changed something outside its folder"
+    );
+    // The link is still there, untouched; check calls the folder stale.
+    assert!(fs::symlink_metadata(s.out.join("docs"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let o = s.run("check");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(s.around(), before);
+
+    // Once the link is gone, build writes the whole tree again.
+    fs::remove_file(s.out.join("docs")).unwrap();
+    assert!(s.build().status.success());
+    assert!(s.run("check").status.success());
+    assert_eq!(s.around(), before);
+}
+
+#[test]
+fn a_manifest_entry_under_a_linked_folder_is_never_removed() {
+    let s = Scene::built(20);
+    let v = victim(&s.root, "victim2");
+    symlink("../victim2", s.out.join("linked")).unwrap();
+    // A manifest that claims the victim's file (edited, or from a hostile checkout).
+    let manifest = s.out.join("toolreg.manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+    let hash = format!("b3:{}", &blake3::hash(b"do not delete\n").to_hex()[..16]);
+    m["files"]["linked/precious.txt"] = hash.into();
+    fs::write(&manifest, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    let before = s.around();
+
+    let o = s.build();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("TR053"), "{}", stderr(&o));
+    assert_eq!(s.around(), before);
+    assert_eq!(
+        fs::read_to_string(v.join("precious.txt")).unwrap(),
+        "do not delete\n"
+    );
+}
+
+#[test]
+fn removal_checks_each_file_against_the_hash_toolreg_recorded() {
+    let s = Scene::built(150);
+    // A user's file slipped into the manifest (a hash toolreg never wrote) and a generated file
+    // edited by hand that the next build no longer produces.
+    fs::write(s.out.join("notes.md"), "my notes\n").unwrap();
+    let manifest = s.out.join("toolreg.manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+    m["files"]["notes.md"] = "b3:0123456789abcdef".into();
+    fs::write(&manifest, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+
+    let before_tree = common::snapshot_dir(&s.out);
+    let mut catalog: Vec<PathBuf> = fs::read_dir(&s.defs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    catalog.sort();
+    fs::remove_file(catalog.pop().unwrap()).unwrap();
+    // Which generated files does the smaller catalog drop? Build it elsewhere to see.
+    let reference = s.root.join("reference");
+    let o = toolreg(
+        &s.root,
+        &[
+            "build",
+            "-d",
+            s.defs.to_str().unwrap(),
+            "--out",
+            reference.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after_names: Vec<String> = common::snapshot_dir(&reference)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    let dropped: Vec<String> = before_tree
+        .iter()
+        .map(|(p, _)| p.clone())
+        .filter(|p| !after_names.contains(p) && p.ends_with(".md") && p != "notes.md")
+        .collect();
+    assert!(dropped.len() >= 2, "{dropped:?}");
+    let edited = s.out.join(&dropped[0]);
+    fs::write(&edited, "I improved this page by hand\n").unwrap();
+    fs::remove_dir_all(&reference).unwrap();
+    let before = s.around();
+
+    let o = s.build();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("TR054").count(), 2, "{err}");
+    assert!(err.contains("rm -- '"), "{err}");
+    // Both kept with their bytes; the other dropped files are gone.
+    assert_eq!(
+        fs::read_to_string(&edited).unwrap(),
+        "I improved this page by hand\n"
+    );
+    assert_eq!(
+        fs::read_to_string(s.out.join("notes.md")).unwrap(),
+        "my notes\n"
+    );
+    assert!(!s.out.join(&dropped[1]).exists());
+    assert_eq!(s.around(), before);
+    // They are the user's now: the next build leaves them alone and succeeds.
+    let o = s.build();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(s.run("check").status.success());
+    assert!(edited.exists() && s.out.join("notes.md").exists());
+}
+
+#[test]
+fn a_folder_holding_only_dotfiles_is_not_adopted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let defs = root.join("defs");
+    synthetic::write_catalog(&defs, 5);
+    let home = root.join("home");
+    fs::create_dir_all(home.join(".config/app")).unwrap();
+    fs::write(home.join(".bashrc"), "export A=1\n").unwrap();
+    fs::write(home.join(".config/app/settings"), "x\n").unwrap();
+    let whole = |r: &Path| neighbourhood(r, Path::new("/nothing-skipped"));
+    let before = whole(root);
+    let o = toolreg(
+        root,
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            home.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("TR051"), "{err}");
+    assert!(err.contains(".bashrc"), "{err}");
+    assert_eq!(whole(root), before, "something was written into the folder");
+
+    // A link alone is not adoptable either; an empty folder is.
+    let linked = root.join("linked");
+    fs::create_dir(&linked).unwrap();
+    symlink("/etc", linked.join("etc")).unwrap();
+    let o = toolreg(
+        root,
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            linked.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let empty = root.join("empty");
+    fs::create_dir(&empty).unwrap();
+    let o = toolreg(
+        root,
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            empty.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn the_output_folder_itself_may_be_a_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let defs = root.join("defs");
+    synthetic::write_catalog(&defs, 5);
+    fs::create_dir(root.join("real")).unwrap();
+    symlink("real", root.join("gen")).unwrap();
+    let gen = root.join("gen");
+    let args = ["-d", defs.to_str().unwrap(), "--out", gen.to_str().unwrap()];
+    let o = toolreg(root, &[&["build"][..], &args].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(root.join("real/registry.json").is_file());
+    let o = toolreg(root, &[&["check"][..], &args].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+}
