@@ -802,7 +802,7 @@ pub fn run() -> ExitCode {
 
 /// `toolreg init`: draft the overlay, check it reproduces the zero-config registry, write it.
 fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
-    use toolreg::compiler::draft::{draft, DraftError};
+    use toolreg::compiler::draft::{draft, keep_tables, DraftError, KeepError};
     let path = defs
         .definitions
         .join(toolreg::compiler::overlay::OVERLAY_FILE);
@@ -831,9 +831,39 @@ fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
         print!("{}", d.text);
         return ExitCode::SUCCESS;
     }
+    // What the old overlay holds beyond the drafted tables is kept (with --force), never lost.
+    let old = match std::fs::read_to_string(&path) {
+        Ok(old) => Some(old),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            eprintln!(
+                "error[TR050]: cannot read `{shown}` to keep its tables: {e}; nothing was written"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let merged = match old
+        .as_deref()
+        .map(|o| keep_tables(&defs.definitions, &d, o))
+    {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(KeepError::Unreadable(why))) => {
+            eprintln!("error: cannot keep the tables of `{shown}`: {why}; nothing was written");
+            eprintln!("   = help: fix it, or move it away to start over; `--stdout` prints the draft alone");
+            return ExitCode::from(2);
+        }
+        Some(Err(KeepError::DoNotFit(diags))) => {
+            show(&diags, Format::Text, defs.verbose);
+            eprintln!("error: the draft with the tables kept from `{shown}` does not build; nothing was written");
+            eprintln!("   = help: `--stdout` prints the draft alone: merge by hand what still fits (e.g. [ops] entries of ops the draft renamed)");
+            return ExitCode::from(2);
+        }
+    };
+    let text = merged.as_ref().map_or(&d.text, |m| &m.text);
     // Beside the target, then renamed: a reader never sees half a file.
     let tmp = path.with_extension("toml.toolreg-tmp");
-    let written = std::fs::write(&tmp, &d.text).and_then(|()| std::fs::rename(&tmp, &path));
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         eprintln!("error[TR050]: cannot write `{shown}`: {e}");
@@ -855,10 +885,18 @@ fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
         d.profiles,
         if d.profiles == 1 { "" } else { "s" },
     );
-    eprintln!(
-        "building with it gives registry {}, the same as with no overlay; review it, then `toolreg build`",
-        d.registry_version
-    );
+    match &merged {
+        Some(m) if !m.kept.is_empty() => eprintln!(
+            "kept from the old overlay: {}; the draft alone gives registry {}, the same as with no overlay, and with the kept tables {}; review it, then `toolreg build`",
+            m.kept.join(", "),
+            d.registry_version,
+            m.registry_version
+        ),
+        _ => eprintln!(
+            "building with it gives registry {}, the same as with no overlay; review it, then `toolreg build`",
+            d.registry_version
+        ),
+    }
     ExitCode::SUCCESS
 }
 

@@ -1015,3 +1015,78 @@ async fn capability_gated_tools_are_imported_and_honoured() {
     );
     bare_client.cancel().await.unwrap();
 }
+
+/// Issue 24, item 2: the first-five-minutes path `import mcp` -> `init --force` -> `build` ->
+/// `serve` keeps the upstream (and every other table init does not draft, with its comments),
+/// so an imported tool is still called, not NOT_IMPLEMENTED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_after_import_keeps_the_upstreams_and_serve_calls_them() {
+    let m = modules();
+    let tmp = tempfile::tempdir().unwrap();
+    let (defs, gen) = (tmp.path().join("defs"), tmp.path().join("gen"));
+    let script = m.join("server-memory/dist/index.js");
+    let out = toolreg(&[
+        "import",
+        "mcp",
+        "memory",
+        "-d",
+        defs.to_str().unwrap(),
+        "--",
+        "node",
+        script.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let overlay = defs.join("toolreg.toml");
+    let mut hand = std::fs::read_to_string(&overlay).unwrap();
+    hand.push_str(
+        "\n# Hybrid ranking, tuned by hand.\n[search]\nsemantic_weight = 0.4 # measured on our queries\n\n\
+         [access.scopes.\"tools:read\"]\nops = [\"memory.*\"]\n",
+    );
+    std::fs::write(&overlay, &hand).unwrap();
+
+    let out = toolreg(&["init", "--force", "-d", defs.to_str().unwrap()]);
+    let said = common::stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("kept from the old overlay: [upstreams], [search], [access]"),
+        "{said}"
+    );
+    let after = std::fs::read_to_string(&overlay).unwrap();
+    for kept in [
+        "[upstreams.memory]",
+        "# Hybrid ranking, tuned by hand.",
+        "semantic_weight = 0.4 # measured on our queries",
+        "[access.scopes.\"tools:read\"]",
+    ] {
+        assert!(after.contains(kept), "{kept} lost:\n{after}");
+    }
+    assert!(after.contains("[groups."), "the draft is there:\n{after}");
+
+    let out = toolreg(&[
+        "build",
+        "-d",
+        defs.to_str().unwrap(),
+        "--out",
+        gen.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "build: {}", common::stderr(&out));
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolreg"));
+    cmd.args(["serve", "--registry", gen.to_str().unwrap()])
+        .env("MEMORY_FILE_PATH", tmp.path().join("memory.jsonl"))
+        .env("TOOLREG_APPROVALS", approvals());
+    let c = ().serve(rmcp::transport::TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let graph = exec(&c, "memory.graph.read", json!({})).await;
+    assert_ne!(graph.is_error, Some(true), "{}", text(&graph));
+    assert!(text(&graph).contains("entities"), "{}", text(&graph));
+    c.cancel().await.unwrap();
+
+    // An overlay init cannot read is never replaced.
+    std::fs::write(&overlay, "[upstreams.memory\ncommand = ").unwrap();
+    let out = toolreg(&["init", "--force", "-d", defs.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(common::stderr(&out).contains("nothing was written"));
+    assert_eq!(
+        std::fs::read_to_string(&overlay).unwrap(),
+        "[upstreams.memory\ncommand = "
+    );
+}

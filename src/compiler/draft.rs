@@ -30,11 +30,37 @@ pub struct Draft {
     pub registry_version: String,
 }
 
+/// The tables `init` drafts. Every other table of an existing overlay (`[upstreams]`, `[search]`,
+/// `[access]`, `[ops]`, ... and whatever the overlay grows) is kept with its comments, and so is
+/// a hand-set `[registry]`.
+pub const DRAFTED: [&str; 5] = ["groups", "entities", "rules", "special", "profiles"];
+
+/// A draft merged with what an existing overlay held beyond the drafted tables.
+#[derive(Debug)]
+pub struct Merged {
+    pub text: String,
+    /// The tables kept, as `[name]`, in file order.
+    pub kept: Vec<String>,
+    /// The version of the registry built with the merged overlay.
+    pub registry_version: String,
+}
+
+/// Why the tables of an existing overlay could not be kept with a draft.
+#[derive(Debug)]
+pub enum KeepError {
+    /// The existing overlay cannot be read as TOML, so its tables cannot be kept.
+    Unreadable(String),
+    /// The draft with the kept tables does not build (e.g. `[ops]` names ops the draft no
+    /// longer makes).
+    DoNotFit(Diagnostics),
+}
+
 /// Why no draft could be made.
 #[derive(Debug)]
 pub enum DraftError {
     /// The catalog does not build even with inference (bad JSON, duplicate names...).
     Input(Diagnostics),
+
     /// The draft did not reproduce the zero-config registry (a bug in toolreg: please report).
     Mismatch(String),
 }
@@ -130,6 +156,71 @@ pub fn draft(definitions: &Path) -> Result<Draft, DraftError> {
     Err(DraftError::Mismatch(
         "the draft's rules and special cases did not settle".into(),
     ))
+}
+
+/// Merges `draft` with every table of the existing overlay `old` that `init` does not draft
+/// (comments kept, via toml_edit), and checks that the result builds.
+pub fn keep_tables(definitions: &Path, draft: &Draft, old: &str) -> Result<Merged, KeepError> {
+    use toml_edit::{DocumentMut, Item, Value};
+    let mut rest: DocumentMut = old
+        .parse()
+        .map_err(|e: toml_edit::TomlError| KeepError::Unreadable(e.to_string()))?;
+    let mut doc: DocumentMut = draft
+        .text
+        .parse()
+        .expect("a draft is TOML: it was built with");
+    for key in DRAFTED {
+        rest.remove(key);
+    }
+    // A hand-set [registry] (the catalog's name) replaces the drafted one in place, under the
+    // draft's own comments.
+    if let Some(Item::Table(old_registry)) = rest.remove("registry") {
+        if let Some(Item::Table(drafted)) = doc.get_mut("registry") {
+            let decor = drafted.decor().clone();
+            let position = drafted.position();
+            let mut t = old_registry;
+            *t.decor_mut() = decor;
+            if let Some(p) = position {
+                t.set_position(Some(p));
+            }
+            *drafted = t;
+        }
+    }
+    let mut kept = Vec::new();
+    let keys: Vec<String> = rest.iter().map(|(k, _)| k.to_string()).collect();
+    for key in &keys {
+        // An inline table at the top (`synonyms = { ... }`) becomes a table, so it can follow
+        // the draft's tables; anything else at the top is not an overlay key.
+        if let Some(Item::Value(Value::InlineTable(t))) = rest.get(key) {
+            let table = t.clone().into_table();
+            rest.insert(key, Item::Table(table));
+        }
+        match rest.get(key) {
+            Some(Item::Table(_) | Item::ArrayOfTables(_)) => kept.push(format!("[{key}]")),
+            _ => {
+                return Err(KeepError::Unreadable(format!(
+                    "its top-level key `{key}` is not a table, so it cannot be kept after the draft"
+                )))
+            }
+        }
+    }
+    let mut text = doc.to_string();
+    if !kept.is_empty() {
+        text.push_str(
+            "\n# Kept from the previous toolreg.toml: `toolreg init` drafts [groups], [entities],\n\
+             # [[rules]], [special] and [profiles], and keeps every other table as it was.\n",
+        );
+        text.push_str(rest.to_string().trim_start_matches('\n'));
+    }
+    let built = compile_with(definitions, OverlaySource::Text(text.clone()));
+    match built.registry {
+        Some(reg) if !built.diagnostics.has_errors() => Ok(Merged {
+            text,
+            kept,
+            registry_version: reg.registry_version,
+        }),
+        _ => Err(KeepError::DoNotFit(built.diagnostics)),
+    }
 }
 
 fn base_files(records: &[&crate::registry::OpRecord]) -> usize {
