@@ -322,7 +322,8 @@ impl RegistryFile {
         let read = |p: PathBuf| {
             std::fs::read(&p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))
         };
-        let result = read(self.registry.clone())
+        let result = settle_folder(dir)
+            .and_then(|()| read(self.registry.clone()))
             .and_then(|r| read(dir.join("help.json")).map(|h| (r, h)))
             .and_then(|(r, h)| {
                 toolreg::runtime::Gateway::from_slices(&r, &h).map_err(|e| e.to_string())
@@ -900,6 +901,33 @@ fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Before a command reads an output folder: finishes a build that was killed after its commit
+/// (as `check` does), so the command sees one whole tree, and says so.
+pub(crate) fn settle_folder(dir: &std::path::Path) -> Result<(), String> {
+    let dir = if dir.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        dir
+    };
+    match output::settle(dir) {
+        Ok(true) => {
+            eprintln!(
+                "note: finished an interrupted build in `{}` before reading it",
+                display(dir)
+            );
+            Ok(())
+        }
+        Ok(false) => Ok(()),
+        Err(d) => Err(format!(
+            "{}{}",
+            d.message,
+            d.help
+                .map(|h| format!("\n   = help: {h}"))
+                .unwrap_or_default()
+        )),
+    }
+}
+
 /// A registry file, or the `registry.json` in an output folder.
 pub(crate) fn registry_file(p: &std::path::Path) -> PathBuf {
     if p.is_dir() {
@@ -984,6 +1012,7 @@ fn diff(
     use toolreg::diff::{render, Level};
     let load = |p: &std::path::Path| {
         let f = registry_file(p);
+        settle_folder(f.parent().unwrap_or(std::path::Path::new(".")))?;
         toolreg::Registry::from_path(&f).map_err(|e| e.to_string())
     };
     let pair = match (&base, old, new) {

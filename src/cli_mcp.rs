@@ -314,6 +314,10 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         approvals: None,
         observer,
     };
+    if let Err(e) = crate::cli::settle_folder(&args.registry) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let server = match toolreg::serve::Server::load_with(&args.registry, &args.surface, options) {
         Ok(s) => s,
         Err(e @ toolreg::serve::ServeError::Unapproved(_)) => {

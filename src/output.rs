@@ -436,6 +436,24 @@ fn check_unlocked(
     Ok(report)
 }
 
+/// Finishes a write that a killed build committed but did not finish (or discards one it had
+/// not committed), as `check` does, so a reader sees one whole tree. Waits for a build still
+/// writing. `Ok(true)` when there was something to settle.
+pub fn settle(out: &Path) -> Result<bool, Box<Diagnostic>> {
+    if !out.join(STAGING).exists() {
+        return Ok(false);
+    }
+    let _lock = FolderLock::acquire(out).map_err(|mut d| {
+        d.help = Some(format!(
+            "`{}` holds an interrupted build that toolreg cannot finish here; run `toolreg check --out` on it where the folder is writable, or rebuild it",
+            out.display()
+        ));
+        d
+    })?;
+    recover(out)?;
+    Ok(true)
+}
+
 /// Writes `files` into `out`, all-or-nothing; see the module docs.
 pub fn write(out: &Path, files: &FileMap, mode: Ownership) -> Result<WriteReport, Box<Diagnostic>> {
     ensure_inside(out, files)?;
@@ -911,6 +929,14 @@ mod tests {
             .map(|(p, c)| (*p, content_hash(c.as_bytes())))
             .collect();
         serde_json::json!({ "files": listed }).to_string()
+    }
+
+    #[test]
+    fn readers_look_for_the_journal_where_the_writer_puts_it() {
+        assert_eq!(
+            format!("{STAGING}/{JOURNAL}"),
+            crate::registry::COMMIT_JOURNAL
+        );
     }
 
     #[test]

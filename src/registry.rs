@@ -435,6 +435,15 @@ pub struct Upstream {
     pub roots: Vec<String>,
 }
 
+/// The journal of a committed but unfinished write in an output folder (see `output`): while
+/// it exists, the folder may mix two builds. `build` and `check` finish it; readers refuse.
+pub const COMMIT_JOURNAL: &str = ".toolreg-staging/.journal.json";
+
+/// Whether `dir` holds a build that was interrupted after its commit.
+pub fn interrupted_commit(dir: &std::path::Path) -> bool {
+    dir.join(COMMIT_JOURNAL).exists()
+}
+
 /// Why a registry could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {

@@ -9,6 +9,8 @@
 #![cfg(feature = "mcp")]
 
 mod common;
+#[path = "../benches/support/synthetic.rs"]
+mod synthetic;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
@@ -1089,4 +1091,78 @@ async fn init_after_import_keeps_the_upstreams_and_serve_calls_them() {
         std::fs::read_to_string(&overlay).unwrap(),
         "[upstreams.memory\ncommand = "
     );
+}
+
+/// Issue 24, item 4: `serve` after a build killed between its commit's renames finishes the
+/// commit and lists the new surface (stamped with its own version); a folder that mixes two
+/// builds without a journal (surfaces older than registry.json) is refused, not served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_finishes_an_interrupted_build_and_refuses_a_mixed_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let (a, b) = (root.join("a"), root.join("b"));
+    synthetic::write_catalog(&a, 120);
+    synthetic::write_catalog(&b, 60);
+    let build = |defs: &Path, out: &Path| {
+        let o = toolreg(&[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+    };
+    let (gen, new) = (root.join("gen"), root.join("new"));
+    build(&a, &gen);
+    build(&b, &new);
+    common::interrupt_after_commit(&gen, &new, &["help.json", "registry.json"]);
+
+    let options = || toolreg::serve::ServeOptions {
+        approvals: Some(toolreg::trust::Approvals::allow_all()),
+        ..Default::default()
+    };
+    let direct = toolreg::serve::SurfaceChoice::Direct;
+    let refused = toolreg::serve::Server::load_with(&gen, &direct, options())
+        .err()
+        .expect("a half-committed folder is refused");
+    assert!(refused.to_string().contains("interrupted"), "{refused}");
+
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolreg"));
+    cmd.args(["serve", "--registry", gen.to_str().unwrap()])
+        .args(["--surface", "direct"])
+        .env("TOOLREG_APPROVALS", approvals());
+    let c = ().serve(rmcp::transport::TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let listed = c.list_tools(None).await.unwrap();
+    let version = listed.meta.unwrap().0["toolreg/registry_version"].clone();
+    let new_reg: Value =
+        serde_json::from_slice(&std::fs::read(new.join("registry.json")).unwrap()).unwrap();
+    assert_eq!(version, new_reg["registry_version"]);
+    assert_eq!(listed.tools.len(), 60, "the new surface, whole");
+    c.cancel().await.unwrap();
+
+    // Surfaces of the old build beside the new registry, no journal: refused with the reason.
+    let old = root.join("old");
+    build(&a, &old);
+    std::fs::copy(
+        old.join("surfaces/direct.json"),
+        gen.join("surfaces/direct.json"),
+    )
+    .unwrap();
+    let refused = toolreg::serve::Server::load_with(&gen, &direct, options())
+        .err()
+        .expect("a mixed folder is refused");
+    assert!(
+        refused.to_string().contains("mixes two builds"),
+        "{refused}"
+    );
+    let out = toolreg(&[
+        "serve",
+        "--registry",
+        gen.to_str().unwrap(),
+        "--surface",
+        "direct",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(common::stderr(&out).contains("mixes two builds"));
 }

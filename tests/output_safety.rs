@@ -303,3 +303,112 @@ fn the_output_folder_itself_may_be_a_link() {
     let o = toolreg(root, &[&["check"][..], &args].concat());
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// A second catalog built elsewhere: A's descriptions reworded and its last file dropped, so
+/// nearly every generated file differs and some are removed.
+fn reworded(s: &Scene) -> PathBuf {
+    let b = s.root.join("defs-b");
+    common::copy_dir(&s.defs, &b);
+    let mut files: Vec<PathBuf> = fs::read_dir(&b)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    fs::remove_file(files.pop().unwrap()).unwrap();
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap();
+        fs::write(
+            f,
+            text.replace("\"description\": \"", "\"description\": \"Revised. "),
+        )
+        .unwrap();
+    }
+    let out = s.root.join("built-b");
+    let o = toolreg(
+        &s.root,
+        &[
+            "build",
+            "-d",
+            b.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+/// Issue 24, item 4: a build killed between the renames of its commit, then a command that only
+/// reads the folder: it finishes the commit first (as `check` does) and reads the new tree whole;
+/// a library reader refuses the folder instead of mixing two builds.
+#[test]
+fn readers_finish_an_interrupted_commit_before_reading() {
+    let s = Scene::built(150);
+    let new = reworded(&s);
+    common::interrupt_after_commit(&s.out, &new, &["help.json", "registry.json"]);
+    let before = s.around();
+
+    let err = match toolreg::runtime::Gateway::from_dir(&s.out) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a half-committed folder was read"),
+    };
+    assert!(err.contains("interrupted after its commit"), "{err}");
+
+    let registry = s.out.join("registry.json");
+    let o = toolreg(
+        &s.root,
+        &[
+            "search",
+            "revised",
+            "--registry",
+            registry.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    let said = stderr(&o);
+    assert!(o.status.success(), "{said}");
+    assert!(said.contains("finished an interrupted build"), "{said}");
+    // The folder is now exactly the new build, and nothing else changed.
+    assert!(!s.out.join(".toolreg-staging").exists());
+    let tree = |d: &Path| -> Vec<(String, Vec<u8>)> {
+        common::snapshot_dir(d)
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with('.'))
+            .collect()
+    };
+    assert_eq!(tree(&s.out), tree(&new));
+    assert_eq!(s.around(), before);
+    assert!(toolreg::runtime::Gateway::from_dir(&s.out).is_ok());
+
+    // help and diff settle the same way: back to A's tree, then to B's again.
+    let a = s.root.join("built-a");
+    let o = toolreg(
+        &s.root,
+        &[
+            "build",
+            "-d",
+            s.defs.to_str().unwrap(),
+            "--out",
+            a.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    common::interrupt_after_commit(&s.out, &a, &["registry.json"]);
+    let o = toolreg(&s.root, &["help", "--registry", registry.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("finished an interrupted build"));
+    assert_eq!(tree(&s.out), tree(&a));
+    common::interrupt_after_commit(&s.out, &new, &["registry.json"]);
+    let o = toolreg(
+        &s.root,
+        &["diff", a.to_str().unwrap(), s.out.to_str().unwrap()],
+    );
+    assert!(
+        stderr(&o).contains("finished an interrupted build"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(tree(&s.out), tree(&new));
+}

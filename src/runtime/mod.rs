@@ -294,6 +294,8 @@ pub enum GatewayError {
     },
     #[error("no op `{0}` in the registry")]
     UnknownOp(String),
+    #[error("`{dir}` holds a build that was interrupted after its commit, so its files may come from two builds; `toolreg check --out {dir}` (or `toolreg build`) finishes it")]
+    Interrupted { dir: String },
 }
 
 /// A gateway over one compiled registry.
@@ -418,7 +420,13 @@ impl Gateway {
     }
 
     /// From a folder `toolreg build` wrote (`registry.json` and `help.json`).
+    /// A folder holding an interrupted build is refused ([`GatewayError::Interrupted`]).
     pub fn from_dir(dir: impl AsRef<std::path::Path>) -> Result<Gateway, GatewayError> {
+        if crate::registry::interrupted_commit(dir.as_ref()) {
+            return Err(GatewayError::Interrupted {
+                dir: dir.as_ref().display().to_string(),
+            });
+        }
         let read = |name: &str| {
             let path = dir.as_ref().join(name);
             std::fs::read(&path).map_err(|source| GatewayError::Io {

@@ -200,6 +200,12 @@ impl Server {
         surface: &SurfaceChoice,
         options: ServeOptions,
     ) -> Result<Server, ServeError> {
+        if crate::registry::interrupted_commit(dir) {
+            return Err(crate::runtime::GatewayError::Interrupted {
+                dir: dir.display().to_string(),
+            }
+            .into());
+        }
         let read = |name: &str| {
             let path = dir.join(name);
             std::fs::read(&path).map_err(|source| crate::runtime::GatewayError::Io {
@@ -227,7 +233,7 @@ impl Server {
             };
             approvals.refuse_unapproved(&reg.upstreams)?;
         }
-        let tools = read_surface(&surface_file(dir, surface)?)?;
+        let tools = read_surface(&surface_file(dir, surface)?, &reg.registry_version)?;
         let version = reg.registry_version.clone();
         let pool = Arc::new(Pool::with_metrics(
             reg.upstreams.clone(),
@@ -664,14 +670,25 @@ fn surface_file(dir: &Path, surface: &SurfaceChoice) -> Result<PathBuf, ServeErr
     })
 }
 
-/// The surface's tools as MCP tools: name, description and `inputSchema` = the parameters.
-fn read_surface(path: &Path) -> Result<Vec<Tool>, ServeError> {
+/// The surface's tools as MCP tools: name, description and `inputSchema` = the parameters. A
+/// surface of another build than the registry (`registry_version` differs) is refused: its tools
+/// would be listed and then fail as unknown ops.
+fn read_surface(path: &Path, registry_version: &str) -> Result<Vec<Tool>, ServeError> {
     let err = |message: String| ServeError::Surface {
         path: path.display().to_string(),
         message,
     };
     let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
     let doc: Value = serde_json::from_slice(&bytes).map_err(|e| err(e.to_string()))?;
+    match doc.get("registry_version").and_then(Value::as_str) {
+        Some(v) if v == registry_version => {}
+        found => {
+            return Err(err(format!(
+                "it was built for registry {}, but registry.json is {registry_version}: the folder mixes two builds; run `toolreg build` (or `toolreg check`) on it",
+                found.unwrap_or("(none)")
+            )))
+        }
+    }
     let tools = doc
         .get("tools")
         .and_then(Value::as_array)

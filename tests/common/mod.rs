@@ -319,3 +319,31 @@ pub async fn oidc_token(issuer: &str, client: &str, scope: &str, resource: &str)
         .unwrap_or_else(|| panic!("no token: {body}"))
         .to_string()
 }
+
+/// Leaves `out` as a build of `new` (a finished build of the new catalog, elsewhere) that was
+/// killed after its commit: every file that differs staged under `.toolreg-staging/` with the
+/// journal, and `renamed` already moved into place. So readers find the new `registry.json` beside
+/// old surfaces, exactly what a kill between the commit's renames leaves.
+pub fn interrupt_after_commit(out: &Path, new: &Path, renamed: &[&str]) {
+    let staging = out.join(".toolreg-staging");
+    let old: BTreeMap<String, Vec<u8>> = snapshot_dir(out).into_iter().collect();
+    let want: BTreeMap<String, Vec<u8>> = snapshot_dir(new).into_iter().collect();
+    let mut replace: Vec<String> = want
+        .iter()
+        .filter(|(p, bytes)| old.get(*p) != Some(bytes))
+        .map(|(p, _)| p.clone())
+        .collect();
+    replace.sort_by_key(|p| p == "toolreg.manifest.json");
+    let remove: Vec<&String> = old.keys().filter(|p| !want.contains_key(*p)).collect();
+    for p in &replace {
+        let to = staging.join(p);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(&to, &want[p]).unwrap();
+    }
+    let journal = serde_json::json!({"replace": replace, "remove": remove});
+    std::fs::write(staging.join(".journal.json"), journal.to_string()).unwrap();
+    for p in renamed {
+        assert!(replace.iter().any(|r| r == p), "{p} does not change");
+        std::fs::rename(staging.join(p), out.join(p)).unwrap();
+    }
+}
