@@ -248,7 +248,18 @@ pub fn import(args: ImportArgs) -> ExitCode {
                             "approved what it runs on this machine (in {}); other machines run it after `toolreg approve`",
                             done.approvals.display()
                         );
-                        ExitCode::SUCCESS
+                        for t in &done.left_out {
+                            eprintln!(
+                                "error: tools/list of `{name}` at {}: the tool name `{}` {}; left out of the snapshot",
+                                t.pointer, t.shown, t.why
+                            );
+                        }
+                        if done.left_out.is_empty() {
+                            ExitCode::SUCCESS
+                        } else {
+                            eprintln!("   = help: toolreg cannot serve a tool under such a name (it reaches files, terminals and models); ask the server's maintainers to rename it");
+                            ExitCode::from(1)
+                        }
                     }
                     Err(e) => {
                         eprintln!("error: {e}");

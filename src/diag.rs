@@ -73,7 +73,7 @@ codes! {
     BadArgAlias = "TR025", Error, "an argument alias targets a missing argument or shadows a real one";
     Inferred = "TR026", Info, "an op, group summary or entity was inferred from the tool names (no overlay entry)";
     InferredCollision = "TR027", Warning, "two tools were inferred to the same op; one got a qualifier";
-    ControlCharacters = "TR028", Error, "a tool name contains control or bidi-override characters";
+    ControlCharacters = "TR028", Error, "a tool name contains control, bidi or invisible characters";
     StaleSpecial = "TR029", Warning, "a special case or entity in the overlay matches no tool";
     // Schema normalization (one warning per fix).
     NonStandardType = "TR030", Warning, "a non-standard type name was mapped to JSON Schema";
@@ -448,11 +448,20 @@ impl IntoIterator for Diagnostics {
     }
 }
 
-/// Whether a character must not reach a terminal as it is: C0 and C1 controls, DEL, and the
-/// bidi overrides and isolates that reorder what a reader sees.
+/// Whether a character must not reach a terminal as it is: C0 and C1 controls, DEL, the bidi
+/// controls that reorder what a reader sees, and the invisible characters that hide text.
 pub fn is_unsafe_char(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+        || matches!(
+            c,
+            // Bidi embeddings, overrides, isolates and marks (text that reads otherwise than it is).
+            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+            // Zero-width characters and separators that break a line without looking like it.
+            | '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{180E}' | '\u{2028}' | '\u{2029}'
+            // Tag characters (invisible ASCII, used to hide instructions) and the supplementary
+            // variation selectors (used to smuggle bytes).
+            | '\u{E0000}'..='\u{E007F}' | '\u{E0100}'..='\u{E01EF}'
+        )
 }
 
 /// One field of a diagnostic with every unsafe character (newlines included) written as an

@@ -31,6 +31,9 @@ const CASES: &[(&str, i32, &[&str])] = &[
     ("huge_bounds", 0, &["TR041"]),
     // No overlay: every op inferred (notes), one collision (warning).
     ("inferred", 0, &["TR026", "TR027"]),
+    // Tag characters and a zero-width space in names: errors, every diagnostic printing them
+    // escaped (`\u{e0049}`), TR021 included.
+    ("invisible_chars", 1, &["TR028", "TR021"]),
     ("malformed_json", 1, &["TR005"]),
     (
         "more_lints",

@@ -294,3 +294,69 @@ async fn replicas_share_rate_limits_through_redis() {
     let after = post(urls[0].clone()).await;
     assert_eq!(after, 200, "served without Redis");
 }
+
+/// Issue 24, item 5: a server listing tools under names no file, terminal or model should carry
+/// (a path, terminal escapes, tag characters, 5,000 characters): `import mcp` leaves each out of
+/// the snapshot with an error at its JSON pointer, printed escaped, keeps the usable ones, and
+/// `import --check` does not call them drift.
+#[test]
+fn import_leaves_out_tools_with_unusable_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let approvals = tmp.path().join("approved.toml");
+    let defs = tmp.path().join("defs");
+    let server = common::repo().join("tests/mcp/hostile-server.mjs");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .args(args)
+            .env("TOOLREG_APPROVALS", &approvals)
+            .env("HOSTILE_NAMES", "1")
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "import",
+        "mcp",
+        "hostile",
+        "-d",
+        defs.to_str().unwrap(),
+        "--",
+        "node",
+        server.to_str().unwrap(),
+    ]);
+    let said = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("imported 5 tools"), "{said}");
+    assert_eq!(
+        said.matches("left out of the snapshot").count(),
+        4,
+        "{said}"
+    );
+    assert!(said.contains("at /tools/5/name"), "{said}");
+    assert!(said.contains("clear\\u{1b}[2J"), "{said}");
+    assert!(said.contains("read\\u{e0049}"), "{said}");
+    assert!(said.contains("5000 characters"), "{said}");
+    assert!(
+        !said.contains('\u{1b}') && !said.contains('\u{E0049}'),
+        "raw escapes reached the terminal"
+    );
+    let snapshot = std::fs::read_to_string(defs.join("hostile.mcp.json")).unwrap();
+    for bad in [
+        "../../outside",
+        "\\u001b",
+        "\u{1b}",
+        "\u{E0049}",
+        "nnnnnnnnnn",
+    ] {
+        assert!(!snapshot.contains(bad), "{bad:?} reached the snapshot");
+    }
+    let out = run(&["import", "--check", "-d", defs.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let out = run(&[
+        "build",
+        "-d",
+        defs.to_str().unwrap(),
+        "--out",
+        tmp.path().join("gen").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+}

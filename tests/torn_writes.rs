@@ -279,3 +279,178 @@ fn two_builds_into_one_folder_at_once_leave_one_whole_tree() {
         assert!(!out.join(".toolreg-staging").exists() && !out.join(".toolreg.lock").exists());
     }
 }
+
+/// Runs `args` in `cwd` to completion `tries` times, killing it (SIGKILL) at a random moment
+/// within its usual run time each time after `reset`, and hands each outcome to `judge`.
+fn kill_at_random(
+    cwd: &Path,
+    args: &[&str],
+    envs: &[(&str, &Path)],
+    tries: usize,
+    reset: &dyn Fn(),
+    judge: &dyn Fn(usize),
+) {
+    let spawn = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolreg"));
+        cmd.args(args)
+            .current_dir(cwd)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        cmd.spawn().unwrap()
+    };
+    reset();
+    let start = Instant::now();
+    assert!(
+        spawn().wait().unwrap().success(),
+        "{args:?} fails uninterrupted"
+    );
+    let run_us = start.elapsed().as_micros() as u64;
+    let mut rng = Rng(0x1417_2024_cafe_0001);
+    for attempt in 0..tries {
+        reset();
+        let mut child = spawn();
+        // Every other try in the second half and a little past it (run times vary on a busy
+        // machine), where the files are written.
+        let at = if attempt % 2 == 0 {
+            rng.below(run_us)
+        } else {
+            run_us / 2 + rng.below(run_us)
+        };
+        std::thread::sleep(Duration::from_micros(at));
+        let _ = child.kill();
+        let _ = child.wait();
+        judge(attempt);
+    }
+}
+
+/// Issue 24: `init` killed at any moment leaves the overlay exactly as it was or exactly the
+/// new draft (never a torn file), and touches nothing else in the definitions folder; the next
+/// run clears what a kill left.
+#[test]
+fn init_killed_at_any_moment_leaves_the_old_overlay_or_the_new_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let defs = tmp.path().join("defs");
+    synthetic::write_catalog(&defs, 300);
+    let overlay = defs.join("toolreg.toml");
+    let old = fs::read_to_string(&overlay).unwrap();
+    let args = ["init", "--force", "-d", defs.to_str().unwrap()];
+    let o = toolreg(tmp.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let new = fs::read_to_string(&overlay).unwrap();
+    assert_ne!(old, new);
+    let catalog = |d: &Path| -> Vec<(String, Vec<u8>)> {
+        common::snapshot_dir(d)
+            .into_iter()
+            .filter(|(p, _)| p.ends_with(".json"))
+            .collect()
+    };
+    let before = catalog(&defs);
+    let seen = std::cell::RefCell::new((0, 0));
+    kill_at_random(
+        tmp.path(),
+        &args,
+        &[],
+        12,
+        &|| fs::write(&overlay, &old).unwrap(),
+        &|attempt| {
+            let now = fs::read_to_string(&overlay).unwrap();
+            let mut s = seen.borrow_mut();
+            if now == old {
+                s.0 += 1;
+            } else {
+                assert_eq!(now, new, "try {attempt}: a torn overlay");
+                s.1 += 1;
+            }
+            assert_eq!(catalog(&defs), before, "try {attempt}: the catalog changed");
+        },
+    );
+    eprintln!("init kills: {:?} (old, new)", seen.borrow());
+    let o = toolreg(tmp.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(fs::read_to_string(&overlay).unwrap(), new);
+    let leftovers: Vec<String> = fs::read_dir(&defs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("toolreg-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// Issue 24: `import mcp` killed at any moment leaves its snapshot absent or whole, the overlay
+/// as it was or with the new entry (comments kept), and a readable approvals file; the next run
+/// completes both.
+#[cfg(feature = "mcp")]
+#[test]
+fn import_killed_at_any_moment_leaves_each_file_whole() {
+    let server = common::repo()
+        .join("tests/mcp/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    assert!(
+        server.is_file(),
+        "npm ci --prefix tests/mcp (scripts/test does)"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let defs = tmp.path().join("defs");
+    let approvals = tmp.path().join("approved.toml");
+    fs::create_dir_all(&defs).unwrap();
+    let overlay = defs.join("toolreg.toml");
+    let snapshot = defs.join("memory.mcp.json");
+    let old = "# ours\n[search]\nsemantic_weight = 0.3\n";
+    let args = [
+        "import",
+        "mcp",
+        "memory",
+        "-d",
+        defs.to_str().unwrap(),
+        "--",
+        "node",
+        server.to_str().unwrap(),
+    ];
+    let envs = [
+        ("TOOLREG_APPROVALS", approvals.as_path()),
+        ("MEMORY_FILE_PATH", tmp.path()),
+    ];
+    let reset = || {
+        fs::write(&overlay, old).unwrap();
+        let _ = fs::remove_file(&snapshot);
+        let _ = fs::remove_file(&approvals);
+    };
+    reset();
+    let run = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolreg"));
+        cmd.args(args).current_dir(tmp.path());
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let o = run();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (new_overlay, new_snapshot) = (
+        fs::read_to_string(&overlay).unwrap(),
+        fs::read_to_string(&snapshot).unwrap(),
+    );
+    kill_at_random(tmp.path(), &args, &envs, 10, &reset, &|attempt| {
+        let now = fs::read_to_string(&overlay).unwrap();
+        assert!(
+            now == old || now == new_overlay,
+            "try {attempt}: a torn overlay"
+        );
+        if let Ok(s) = fs::read_to_string(&snapshot) {
+            assert_eq!(s, new_snapshot, "try {attempt}: a torn snapshot");
+        }
+        if let Ok(a) = fs::read_to_string(&approvals) {
+            assert!(
+                a.parse::<toml::Table>().is_ok(),
+                "try {attempt}: a torn approvals file"
+            );
+        }
+    });
+    reset();
+    let o = run();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(fs::read_to_string(&overlay).unwrap(), new_overlay);
+    assert_eq!(fs::read_to_string(&snapshot).unwrap(), new_snapshot);
+}

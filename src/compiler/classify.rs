@@ -106,8 +106,11 @@ fn match_all(segs: &[Seg], name: &str) -> Vec<BTreeMap<String, String>> {
     out
 }
 
-/// Whether an op is dotted lowercase with at least two segments.
+/// Whether an op is dotted lowercase with at least two segments, at most [`MAX_OP_LEN`] long.
 pub fn valid_op(op: &str) -> bool {
+    if op.len() > MAX_OP_LEN {
+        return false;
+    }
     let segs: Vec<&str> = op.split('.').collect();
     segs.len() >= 2
         && segs.iter().all(|s| {
@@ -479,7 +482,12 @@ impl<'o> Classifier<'o> {
     }
 }
 
-const OP_HELP: &str = "ops are dotted lowercase with at least two segments, like `onto.task.list` (`group.entity[.sub].action`)";
+const OP_HELP: &str = "ops are dotted lowercase with at least two segments, like `onto.task.list` (`group.entity[.sub].action`), at most 128 characters";
+
+/// The longest op name. Ops become help paths, file names of docs pages and metric labels; an
+/// inferred op that would be longer (a tool name of thousands of characters) gets a short, stable
+/// one from the name's hash instead.
+pub const MAX_OP_LEN: usize = 128;
 
 fn render(
     template: &[Seg],
@@ -664,6 +672,9 @@ mod tests {
     #[test]
     fn op_validity() {
         assert!(valid_op("onto.task.list"));
+        let long = format!("onto.{}", "a".repeat(MAX_OP_LEN - 5));
+        assert!(valid_op(&long));
+        assert!(!valid_op(&format!("{long}b")));
         assert!(valid_op("onto.task.doc.create_or_attach"));
         assert!(!valid_op("onto"));
         assert!(!valid_op("Onto.task"));

@@ -48,10 +48,10 @@ pub fn check(
             diags.push(
                 Diagnostic::new(
                     Code::ControlCharacters,
-                    format!("tool name `{name}` contains control or bidi-override characters"),
+                    format!("tool name `{name}` contains control, bidi or invisible characters"),
                 )
                 .at(name_loc(t))
-                .help("a tool name is text a model and a terminal show: remove the control characters (newlines, escapes, NUL, bidi overrides)"),
+                .help("a tool name is text a model and a terminal show: remove them (newlines, escapes, NUL, bidi overrides, zero-width and tag characters)"),
             );
         }
 

@@ -39,6 +39,69 @@ pub struct Imported {
     pub overlay: PathBuf,
     /// The approvals file the typed command was recorded in (see [`crate::trust::approvals`]).
     pub approvals: PathBuf,
+    /// Tools the server listed under a name toolreg cannot use, left out of the snapshot.
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A tool the server listed under a name that cannot be used (see [`name_problem`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Where it was in the server's `tools/list` result: `/tools/N/name`.
+    pub pointer: String,
+    /// The name, with control and invisible characters escaped and cut to 80 characters.
+    pub shown: String,
+    pub why: String,
+}
+
+/// The longest tool name taken from a server (the MCP spec's limit for tool names).
+pub const MAX_TOOL_NAME: usize = 128;
+
+/// Why a listed tool's name cannot be used, if it cannot: not a string, empty, over
+/// [`MAX_TOOL_NAME`] characters, a control, bidi or invisible character (it would reach files,
+/// terminals and models), or a path separator or `..` (names become file names of docs pages).
+pub fn name_problem(name: Option<&Value>) -> Option<String> {
+    let Some(name) = name.and_then(Value::as_str) else {
+        return Some("has no string `name`".into());
+    };
+    let chars = name.chars().count();
+    if name.trim().is_empty() {
+        Some("is empty".into())
+    } else if chars > MAX_TOOL_NAME {
+        Some(format!(
+            "is {chars} characters long (MCP tool names are at most {MAX_TOOL_NAME})"
+        ))
+    } else if name.chars().any(crate::diag::is_unsafe_char) {
+        Some("contains control, bidi or invisible characters".into())
+    } else if name.contains('/') || name.contains('\\') || name.contains("..") {
+        Some("contains a path separator or `..`".into())
+    } else {
+        None
+    }
+}
+
+/// Splits a server's tools into those whose names toolreg can use and those it leaves out.
+pub fn usable_tools(tools: Vec<Value>) -> (Vec<Value>, Vec<LeftOut>) {
+    let mut usable = Vec::with_capacity(tools.len());
+    let mut left_out = Vec::new();
+    for (i, tool) in tools.into_iter().enumerate() {
+        match name_problem(tool.get("name")) {
+            None => usable.push(tool),
+            Some(why) => {
+                let raw = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                let mut shown: String =
+                    crate::diag::escape_controls(raw).chars().take(80).collect();
+                if shown.len() < crate::diag::escape_controls(raw).len() {
+                    shown.push_str("...");
+                }
+                left_out.push(LeftOut {
+                    pointer: format!("/tools/{i}/name"),
+                    shown,
+                    why,
+                });
+            }
+        }
+    }
+    (usable, left_out)
 }
 
 fn file_error(path: &Path, message: impl std::fmt::Display) -> ImportError {
@@ -88,7 +151,8 @@ pub async fn import(name: &str, defs: &Path, spec: &Upstream) -> Result<Imported
     let listed = session.list_tools().await;
     let server = session.server.clone();
     session.shutdown().await;
-    let tools = listed?;
+    // A name no file, terminal or model should carry never reaches the snapshot.
+    let (tools, left_out) = usable_tools(listed?);
     std::fs::create_dir_all(defs).map_err(|e| file_error(defs, e))?;
     let file = defs.join(format!("{name}.mcp.json"));
     write_atomically(&file, &snapshot_text(name, &server, &tools))?;
@@ -106,6 +170,7 @@ pub async fn import(name: &str, defs: &Path, spec: &Upstream) -> Result<Imported
         server,
         overlay,
         approvals,
+        left_out,
     })
 }
 
@@ -292,7 +357,9 @@ pub async fn check(defs: &Path) -> Result<Vec<Drift>, ImportError> {
         let session = Session::start(&name, &spec).await?;
         let live = session.list_tools().await;
         session.shutdown().await;
-        out.push(drift(&name, &committed, &live?));
+        // Tools the import leaves out are not drift.
+        let (live, _) = usable_tools(live?);
+        out.push(drift(&name, &committed, &live));
     }
     Ok(out)
 }
@@ -328,6 +395,32 @@ impl std::fmt::Display for Drift {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unusable_names_are_left_out_and_shown_escaped() {
+        let tools = vec![
+            json!({"name": "read_graph"}),
+            json!({"name": "../../etc/passwd"}),
+            json!({"name": "clear\u{1b}[2Jscreen"}),
+            json!({"name": "x".repeat(5000)}),
+            json!({"name": "tag\u{E0041}ged"}),
+            json!({"name": 7}),
+            json!({"name": "search nodes"}),
+        ];
+        let (usable, left) = usable_tools(tools);
+        assert_eq!(
+            usable.iter().map(tool_name).collect::<Vec<_>>(),
+            ["read_graph", "search nodes"]
+        );
+        assert_eq!(left.len(), 5);
+        assert_eq!(left[0].pointer, "/tools/1/name");
+        assert!(left[0].why.contains("path separator"));
+        assert_eq!(left[1].shown, "clear\\u{1b}[2Jscreen");
+        assert!(left[2].why.contains("5000 characters"));
+        assert!(left[2].shown.len() <= 83);
+        assert_eq!(left[3].shown, "tag\\u{e0041}ged");
+        assert!(left[4].why.contains("no string"));
+    }
 
     #[test]
     fn drift_names_added_removed_and_changed_parts() {

@@ -2,7 +2,8 @@
 // A misbehaving MCP server over stdio for tests/serve_hostile.rs: minimal JSON-RPC, one tool
 // per fault. `big` answers with a 50 MB result line; `endless` writes 64 MB with no newline;
 // `leak` prints a secret to stderr and dies mid-call; `slow` answers after 20 s; `echo` answers
-// its arguments (a control).
+// its arguments (a control). With HOSTILE_NAMES=1 it also lists tools under names no file,
+// terminal or model should carry (a path, escape sequences, tag characters, 5,000 characters).
 import { createInterface } from "node:readline";
 
 const send = (msg) => process.stdout.write(JSON.stringify(msg) + "\n");
@@ -18,6 +19,14 @@ const tools = [
   tool("slow", "Answer after twenty seconds."),
   tool("echo", "Return the arguments."),
 ];
+if (process.env.HOSTILE_NAMES === "1") {
+  tools.push(
+    tool("../../outside", "A name that is a path."),
+    tool("clear\u001b[2J\u001b]0;owned\u0007", "A name with terminal escape sequences."),
+    tool("read\u{E0049}\u{E0047}\u{E004E}", "A name with invisible tag characters."),
+    tool("n".repeat(5000), "A name of 5,000 characters."),
+  );
+}
 
 createInterface({ input: process.stdin }).on("line", (line) => {
   let msg;
