@@ -335,3 +335,179 @@ fn a_sentence_transformer_folder_is_a_second_encoder() {
     let after = std::fs::read_to_string(work.path().join("out/vectors.json")).unwrap();
     assert_eq!(VectorFile::parse(&after).unwrap(), file);
 }
+
+/// Peak memory (VmHWM) of a child, sampled until it exits, and how long it ran.
+#[cfg(target_os = "linux")]
+fn run_measured(cwd: &std::path::Path, args: &[&str]) -> (std::process::Output, u64, u128) {
+    let started = std::time::Instant::now();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(args)
+        .current_dir(cwd)
+        .env("TOOLREG_APPROVALS", common::no_approvals())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sampler = {
+        let peak = std::sync::Arc::clone(&peak);
+        std::thread::spawn(move || {
+            while let Ok(s) = std::fs::read_to_string(&status) {
+                if let Some(kb) = s
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                {
+                    peak.fetch_max(kb, std::sync::atomic::Ordering::Relaxed);
+                }
+                if s.contains("State:\tZ") {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed().as_millis();
+    sampler.join().unwrap();
+    (
+        out,
+        peak.load(std::sync::atomic::Ordering::Relaxed) / 1024,
+        took,
+    )
+}
+
+/// Issue 25, item 1: a model folder is input. A sparse 5 GB weights file, a link to /dev/zero,
+/// a FIFO, a header that lies about its size, absurd tensor shapes and a config with zero
+/// heads are each refused with TR072 naming the file or field, at once, in bounded memory, and
+/// without a backtrace; the good folder still loads.
+#[cfg(target_os = "linux")]
+#[test]
+fn hostile_model_folders_are_refused_at_once() {
+    use std::io::Write;
+    let good = tempfile::tempdir().unwrap();
+    minilm_folder::write(good.path());
+    let work = tempfile::tempdir().unwrap();
+    let defs = common::repo().join("tests/catalogs/reference-servers");
+    let variant = |name: &str, change: &dyn Fn(&std::path::Path)| {
+        let dir = work.path().join(name);
+        common::copy_dir(good.path(), &dir);
+        change(&dir);
+        dir
+    };
+    let weights = |d: &std::path::Path| d.join("model.safetensors");
+    let mut cases: Vec<(std::path::PathBuf, &str)> = vec![
+        (
+            variant("sparse", &|d| {
+                std::fs::remove_file(weights(d)).unwrap();
+                let f = std::fs::File::create(weights(d)).unwrap();
+                f.set_len(5 << 30).unwrap();
+            }),
+            "over the limit of 2048 MiB",
+        ),
+        (
+            variant("zero", &|d| {
+                std::fs::remove_file(weights(d)).unwrap();
+                std::os::unix::fs::symlink("/dev/zero", weights(d)).unwrap();
+            }),
+            "is not a regular file",
+        ),
+        (
+            variant("fifo", &|d| {
+                std::fs::remove_file(weights(d)).unwrap();
+                let made = std::process::Command::new("mkfifo")
+                    .arg(weights(d))
+                    .status()
+                    .unwrap();
+                assert!(made.success());
+            }),
+            "is not a regular file",
+        ),
+        (
+            variant("lying-header", &|d| {
+                std::fs::remove_file(weights(d)).unwrap();
+                let mut f = std::fs::File::create(weights(d)).unwrap();
+                f.write_all(&(1u64 << 40).to_le_bytes()).unwrap();
+                f.write_all(b"{}").unwrap();
+            }),
+            "its header claims 1099511627776 bytes",
+        ),
+        (
+            variant("absurd-shape", &|d| {
+                std::fs::remove_file(weights(d)).unwrap();
+                let header = br#"{"embeddings.word_embeddings.weight":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}}"#;
+                let mut f = std::fs::File::create(weights(d)).unwrap();
+                f.write_all(&(header.len() as u64).to_le_bytes()).unwrap();
+                f.write_all(header).unwrap();
+                f.write_all(&[0u8; 16]).unwrap();
+            }),
+            "impossible shape",
+        ),
+    ];
+    let config = |d: &std::path::Path, key: &str, value: serde_json::Value| {
+        let path = d.join("config.json");
+        let mut c: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        c[key] = value;
+        std::fs::write(&path, c.to_string()).unwrap();
+    };
+    cases.push((
+        variant("zero-heads", &|d| {
+            config(d, "num_attention_heads", 0.into())
+        }),
+        "`num_attention_heads` is 0",
+    ));
+    cases.push((
+        variant("odd-heads", &|d| config(d, "num_attention_heads", 7.into())),
+        "does not divide `hidden_size` (384)",
+    ));
+    cases.push((
+        variant("huge-vocab", &|d| {
+            config(d, "vocab_size", 1_000_000_000_000u64.into())
+        }),
+        "`vocab_size` is 1000000000000",
+    ));
+    // Valid numbers, but not the shapes the weights have: candle's refusal, in one line.
+    cases.push((
+        variant("wrong-shapes", &|d| {
+            config(d, "hidden_size", 768.into());
+            config(d, "num_attention_heads", 12.into());
+        }),
+        "do not fit the BERT model config.json describes",
+    ));
+    for (dir, said) in &cases {
+        let out = work.path().join(format!(
+            "out-{}",
+            dir.file_name().unwrap().to_string_lossy()
+        ));
+        let (run, peak_mb, took_ms) = run_measured(
+            work.path(),
+            &[
+                "build",
+                "--definitions",
+                defs.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--emit",
+                "registry,help,vectors",
+                "--model",
+                dir.to_str().unwrap(),
+            ],
+        );
+        let err = stderr(&run);
+        let case = dir.file_name().unwrap().to_string_lossy();
+        eprintln!("{case}: {took_ms} ms, peak {peak_mb} MB");
+        assert_eq!(run.status.code(), Some(2), "{case}: {err}");
+        assert!(err.contains("TR072") && err.contains(said), "{case}: {err}");
+        assert!(
+            !err.contains("stack backtrace") && !err.contains("panicked"),
+            "{case}: {err}"
+        );
+        // Hang and blow-up guards (the figures above are the measurement).
+        assert!(took_ms < 10_000, "{case}: {took_ms} ms");
+        assert!(peak_mb < 100, "{case}: {peak_mb} MB");
+        assert!(!out.exists(), "{case}: output written");
+    }
+    assert!(semantic::Folder::load(good.path()).is_ok());
+}

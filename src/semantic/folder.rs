@@ -5,6 +5,13 @@
 //! The folder is checked before a weight is read, and every refusal names the file and what to
 //! do: another architecture, a Dense head, a pooling mode other than mean / CLS / max, PyTorch
 //! pickles instead of safetensors, or a Git LFS pointer in place of the weights.
+//!
+//! A model folder comes from a hub: it is input, like a catalog. Only regular files are read
+//! (links are followed, as the Hugging Face cache links to its blobs; a FIFO or a device is
+//! refused), each under a size limit; the safetensors header is checked against the file's real
+//! size, tensor by tensor, before the weights are mapped (never read whole); every `config.json`
+//! field the model needs is checked for a sane value; and a panic or backtrace inside candle
+//! becomes a one-line refusal.
 
 use super::{Encoder, ModelIdentity};
 use candle_core::{DType, Device, Tensor};
@@ -53,8 +60,235 @@ pub struct Folder {
     identity: ModelIdentity,
 }
 
+/// The largest `model.safetensors` loaded, in MiB, unless `TOOLREG_MODEL_MAX_MB` sets another.
+pub const DEFAULT_MAX_WEIGHTS_MB: u64 = 2048;
+/// The largest JSON file of a model folder (configs, `tokenizer.json`).
+const MAX_SMALL_FILE: u64 = 64 << 20;
+/// The largest safetensors header (a JSON index of the tensors).
+const MAX_HEADER: u64 = 100 << 20;
+
+fn max_weights() -> u64 {
+    std::env::var("TOOLREG_MODEL_MAX_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(DEFAULT_MAX_WEIGHTS_MB)
+        .saturating_mul(1 << 20)
+}
+
+/// The size of `path`, a regular file (after links) of at most `limit` bytes.
+fn regular_file(path: &Path, limit: u64, over: &str) -> Result<u64, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "`{}` is not a regular file (a folder, a FIFO or a device); a model folder holds the model's files themselves",
+            path.display()
+        ));
+    }
+    if meta.len() > limit {
+        return Err(format!(
+            "`{}` is {} MiB, over the limit of {} MiB; {over}",
+            path.display(),
+            meta.len() >> 20,
+            limit >> 20
+        ));
+    }
+    Ok(meta.len())
+}
+
+/// A JSON or tokenizer file of the folder, read whole after the checks of [`regular_file`].
 fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))
+    use std::io::Read;
+    regular_file(
+        path,
+        MAX_SMALL_FILE,
+        "no config or tokenizer file is that large",
+    )?;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_SMALL_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    Ok(bytes)
+}
+
+/// A candle or tokenizers error in one line: no backtrace, at most 300 characters.
+fn short(e: impl std::fmt::Display) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let mut cut: String = first.chars().take(300).collect();
+    if cut.len() < first.len() {
+        cut.push_str("...");
+    }
+    cut
+}
+
+/// Runs `f`, turning a panic inside it (candle asserts shapes by panicking) into an error.
+fn no_panic<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let why = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        Err(format!(
+            "{what} failed inside the model library: {}",
+            short(why)
+        ))
+    })
+}
+
+/// Checks the `config.json` fields a BERT model is built from, so no absurd value reaches
+/// candle (a zero head count divides by zero there; huge sizes allocate without bound).
+fn check_config(raw: &serde_json::Value, path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    let bounded = |k: &str, max: u64| -> Result<Option<u64>, String> {
+        match raw.get(k) {
+            None => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=max).contains(&n) => Ok(Some(n)),
+                _ => Err(format!(
+                    "`{shown}`: `{k}` is {v}; it must be a whole number from 1 to {max}; fix the file or re-export the model"
+                )),
+            },
+        }
+    };
+    let hidden = bounded("hidden_size", 16_384)?;
+    let heads = bounded("num_attention_heads", 1_024)?;
+    bounded("num_hidden_layers", 256)?;
+    bounded("intermediate_size", 65_536)?;
+    bounded("vocab_size", 1_000_000)?;
+    bounded("max_position_embeddings", 65_536)?;
+    bounded("type_vocab_size", 1_024)?;
+    if let (Some(h), Some(n)) = (hidden, heads) {
+        if h % n != 0 {
+            return Err(format!(
+                "`{shown}`: `num_attention_heads` ({n}) does not divide `hidden_size` ({h}); each head takes an equal share; fix the file or re-export the model"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Element sizes of the safetensors dtypes.
+fn dtype_size(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "BOOL" | "U8" | "I8" | "F8_E4M3" | "F8_E5M2" => 1,
+        "U16" | "I16" | "F16" | "BF16" => 2,
+        "U32" | "I32" | "F32" => 4,
+        "U64" | "I64" | "F64" => 8,
+        _ => return None,
+    })
+}
+
+/// Checks a safetensors file against its real `size` before any weight is read: the header's
+/// length, then every tensor's dtype, shape and byte range.
+fn check_safetensors(
+    path: &Path,
+    size: u64,
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    use std::io::Read;
+    let shown = path.display();
+    let bad = |why: String| format!("`{shown}` is not a usable safetensors file: {why}");
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let mut head = [0u8; 8];
+    f.read_exact(&mut head)
+        .map_err(|_| bad(format!("it has {size} bytes, fewer than a header")))?;
+    if &head == b"version " {
+        return Err(format!(
+            "`{shown}` is a Git LFS pointer, not the weights; run `git lfs pull` in the model's repository"
+        ));
+    }
+    let n = u64::from_le_bytes(head);
+    if n > MAX_HEADER || n.saturating_add(8) > size {
+        return Err(bad(format!(
+            "its header claims {n} bytes, but the file has {size} (a truncated or foreign file)"
+        )));
+    }
+    let mut header = Vec::new();
+    f.take(n)
+        .read_to_end(&mut header)
+        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let index: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&header)
+        .map_err(|e| bad(format!("its header is not a JSON object: {}", short(e))))?;
+    let data = size - 8 - n;
+    for (name, t) in index.iter().filter(|(k, _)| *k != "__metadata__") {
+        let dtype = t
+            .get("dtype")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("?");
+        let elem = dtype_size(dtype)
+            .ok_or_else(|| bad(format!("tensor `{name}` has the unknown dtype `{dtype}`")))?;
+        let shape: Option<Vec<u64>> = t
+            .get("shape")
+            .and_then(serde_json::Value::as_array)
+            .and_then(|a| a.iter().map(serde_json::Value::as_u64).collect());
+        let offsets: Option<Vec<u64>> = t
+            .get("data_offsets")
+            .and_then(serde_json::Value::as_array)
+            .and_then(|a| a.iter().map(serde_json::Value::as_u64).collect());
+        let (Some(shape), Some(offsets)) = (shape, offsets) else {
+            return Err(bad(format!("tensor `{name}` has no shape or data_offsets")));
+        };
+        let [start, end] = offsets[..] else {
+            return Err(bad(format!(
+                "tensor `{name}` has no [start, end] data_offsets"
+            )));
+        };
+        let bytes = shape
+            .iter()
+            .try_fold(elem, |acc, d| acc.checked_mul(*d))
+            .ok_or_else(|| bad(format!("tensor `{name}` has an impossible shape {shape:?}")))?;
+        if start > end || end > data || end - start != bytes {
+            return Err(bad(format!(
+                "tensor `{name}` ({dtype} {shape:?}, {bytes} bytes) claims bytes {start}..{end}, but the data holds {data}"
+            )));
+        }
+    }
+    Ok(index)
+}
+
+/// The word embeddings must be `[vocab_size, hidden_size]` as config.json says: checked on the
+/// header, so a config for another model is refused before candle builds anything.
+fn check_shapes(
+    index: &serde_json::Map<String, serde_json::Value>,
+    config: &serde_json::Value,
+    weights: &Path,
+) -> Result<(), String> {
+    let Some((name, t)) = index
+        .iter()
+        .find(|(k, _)| k.ends_with("embeddings.word_embeddings.weight"))
+    else {
+        return Err(format!(
+            "`{}` has no `embeddings.word_embeddings.weight` tensor: it is not a BERT model's weights",
+            weights.display()
+        ));
+    };
+    let shape: Vec<u64> = t["shape"]
+        .as_array()
+        .map(|a| a.iter().filter_map(serde_json::Value::as_u64).collect())
+        .unwrap_or_default();
+    let want = [
+        config["vocab_size"].as_u64().unwrap_or(0),
+        config["hidden_size"].as_u64().unwrap_or(0),
+    ];
+    if shape != want {
+        return Err(format!(
+            "the weights in `{}` do not fit the BERT model config.json describes: `{name}` is {shape:?}, but config.json says vocab_size {} and hidden_size {}; use the config.json that came with these weights",
+            weights.display(),
+            want[0],
+            want[1]
+        ));
+    }
+    Ok(())
+}
+
+/// blake3 of a file, streamed (the weights are never held in memory whole).
+fn hash_file(path: &Path) -> Result<String, String> {
+    let mut hasher = blake3::Hasher::new();
+    std::fs::File::open(path)
+        .and_then(|f| hasher.update_reader(f).map(|_| ()))
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    Ok(format!("blake3:{}", &hasher.finalize().to_hex()[..16]))
 }
 
 fn json(path: &Path) -> Result<serde_json::Value, String> {
@@ -178,6 +412,9 @@ impl Folder {
         let raw: serde_json::Value = serde_json::from_slice(&config_bytes)
             .map_err(|e| format!("`{}` is not valid JSON: {e}", at("config.json").display()))?;
         let model_type = raw["model_type"].as_str().unwrap_or("bert");
+        if model_type == "bert" {
+            check_config(&raw, &at("config.json"))?;
+        }
         if model_type != "bert" {
             return Err(format!(
                 "`{}` is a `{model_type}` model; toolreg loads BERT-family folders (model_type \"bert\"); other architectures need an Encoder of your own",
@@ -186,8 +423,9 @@ impl Folder {
         }
         let config: Config = serde_json::from_value(raw.clone()).map_err(|e| {
             format!(
-                "`{}` is not a BERT config: {e}",
-                at("config.json").display()
+                "`{}` is not a BERT config: {}",
+                at("config.json").display(),
+                short(e)
             )
         })?;
         let weights_path = at("model.safetensors");
@@ -202,13 +440,13 @@ impl Folder {
                 layout.transformer.display()
             ));
         }
-        let weights = read(&weights_path)?;
-        if weights.starts_with(b"version https://git-lfs") {
-            return Err(format!(
-                "`{}` is a Git LFS pointer, not the weights; run `git lfs pull` in the model's repository",
-                weights_path.display()
-            ));
-        }
+        let size = regular_file(
+            &weights_path,
+            max_weights(),
+            "set TOOLREG_MODEL_MAX_MB to load a larger model",
+        )?;
+        let index = check_safetensors(&weights_path, size)?;
+        check_shapes(&index, &raw, &weights_path)?;
         let tokenizer_bytes = read(&at("tokenizer.json"))?;
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
             format!(
@@ -243,19 +481,27 @@ impl Folder {
             dimensions: config.hidden_size,
             weights: format!(
                 "{}+tokenizer:{}+config:{}+pooling:{}+max_tokens:{max_tokens}",
-                hash(&weights),
+                hash_file(&weights_path)?,
                 hash(&tokenizer_bytes),
                 hash(&config_bytes),
                 layout.pooling.name()
             ),
         };
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
-            .map_err(|e| format!("`{}`: {e}", weights_path.display()))?;
-        let model = BertModel::load(vb, &config).map_err(|e| {
-            format!(
-                "the weights in `{}` do not fit the BERT model config.json describes: {e}",
-                weights_path.display()
-            )
+        // Mapped, not read: the OS pages in what the model touches. Safety: the map is only read,
+        // and a file changed under a running server is the operator's to avoid (as for any
+        // mapped model file); the header was checked against the file's size above.
+        let vb = unsafe {
+            VarBuilder::from_mmaped_safetensors(&[&weights_path], DType::F32, &Device::Cpu)
+        }
+        .map_err(|e| format!("`{}`: {}", weights_path.display(), short(e)))?;
+        let model = no_panic("loading the weights", || {
+            BertModel::load(vb, &config).map_err(|e| {
+                format!(
+                    "the weights in `{}` do not fit the BERT model config.json describes: {}",
+                    weights_path.display(),
+                    short(e)
+                )
+            })
         })?;
         Ok(Folder {
             model,
@@ -278,7 +524,7 @@ impl Folder {
             encoded.get_type_ids(),
             encoded.get_attention_mask(),
         )
-        .map_err(|e| format!("the model failed: {e}"))
+        .map_err(|e| format!("the model failed: {}", short(e)))
         .and_then(normalize)
     }
 
@@ -314,7 +560,10 @@ impl Encoder for Folder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        texts.iter().map(|t| self.one(t)).collect()
+        texts
+            .iter()
+            .map(|t| no_panic("embedding", || self.one(t)))
+            .collect()
     }
 }
 
