@@ -200,6 +200,113 @@ fn idempotency_replays_and_conflicts() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
+/// Issue 25, item 2: keys are bounded, a result too large to keep is not kept (and the envelope
+/// says a repeat runs again), and a store is handed a digest of the arguments, never them.
+#[test]
+fn idempotency_keeps_bounded_keys_results_and_only_a_digest() {
+    use toolreg::runtime::idempotency::{
+        IdempotencyStore, MemoryStore, Seen, StoreFuture, MAX_KEY_LEN, MAX_STORED_RESULT,
+    };
+    let (gw, calls) = with_tasks();
+    let long_key = "k".repeat(MAX_KEY_LEN + 1);
+    let env = exec(
+        &gw,
+        json!({"op": "onto.task.create", "args": {"project_id": "p1", "title": "A"}, "idempotency_key": long_key}),
+    );
+    assert_eq!(err(&env).code, codes::VALIDATION_ERROR);
+    assert!(
+        err(&env).message.contains("at most 200"),
+        "{}",
+        err(&env).message
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "never run");
+
+    // A handler whose result is over what a key keeps.
+    let mut gw = gateway();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&runs);
+    gw.handle_sync("onto.task.create", move |_| {
+        r.fetch_add(1, Ordering::SeqCst);
+        Ok(json!({"log": "x".repeat(MAX_STORED_RESULT + 10)}))
+    })
+    .unwrap();
+    let call = json!({"op": "onto.task.create", "args": {"project_id": "p1", "title": "A"}, "idempotency_key": "big"});
+    let first = exec(&gw, call.clone());
+    assert!(first.ok);
+    assert!(
+        first
+            .meta
+            .warnings
+            .iter()
+            .any(|w| w.contains("was not stored") && w.contains("runs the op again")),
+        "{:?}",
+        first.meta.warnings
+    );
+    let again = exec(&gw, call);
+    assert!(again.ok);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "the repeat ran: nothing was kept"
+    );
+
+    /// Records what the gateway hands the store.
+    struct Recording(MemoryStore, std::sync::Mutex<Vec<Value>>);
+    impl IdempotencyStore for Recording {
+        fn begin<'a>(
+            &'a self,
+            key: &'a str,
+            op: &'a str,
+            args: &'a Value,
+        ) -> StoreFuture<'a, Seen> {
+            self.1.lock().unwrap().push(args.clone());
+            self.0.begin(key, op, args)
+        }
+        fn finish<'a>(&'a self, key: &'a str, result: &'a Value) -> StoreFuture<'a, ()> {
+            self.0.finish(key, result)
+        }
+        fn abandon<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
+            self.0.abandon(key)
+        }
+    }
+    let store = Arc::new(Recording(
+        MemoryStore::new(16, std::time::Duration::from_secs(60)),
+        Default::default(),
+    ));
+    let dir = common::repo().join("generated");
+    let reg = toolreg::Registry::from_path(dir.join("registry.json")).unwrap();
+    let help =
+        toolreg::help::HelpDoc::from_slice(&std::fs::read(dir.join("help.json")).unwrap()).unwrap();
+    let mut gw = Gateway::with_options(
+        reg,
+        help,
+        toolreg::runtime::Options {
+            idempotency_store: Some(store.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    gw.handle_sync("onto.task.create", |_| Ok(json!({"id": "t"})))
+        .unwrap();
+    let secret = "the project's secret plan";
+    for args in [
+        json!({"project_id": "p1", "title": secret}),
+        json!({"title": secret, "project_id": "p1"}),
+    ] {
+        let env = exec(
+            &gw,
+            json!({"op": "onto.task.create", "args": args, "idempotency_key": "same"}),
+        );
+        assert!(env.ok, "{}", env.to_json());
+    }
+    let seen = store.1.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0], seen[1], "key order does not change the digest");
+    let digest = seen[0].as_str().unwrap();
+    assert!(digest.starts_with("b3:") && digest.len() == 67, "{digest}");
+    assert!(!digest.contains(secret));
+}
+
 #[test]
 fn handler_failures_keep_their_code_or_become_internal() {
     let (gw, _) = with_tasks();

@@ -360,3 +360,74 @@ fn import_leaves_out_tools_with_unusable_names() {
     ]);
     assert!(out.status.success(), "{}", common::stderr(&out));
 }
+
+/// Issue 25, item 2, on a real redis-server: 100 keyed writes whose results are 3.5 MB each are
+/// not kept (Redis's own `used_memory` stays flat; it grew to 1.19 GB before), while a small
+/// result is kept and replayed.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redis_store_keeps_neither_large_results_nor_arguments() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let redis = common::RedisServer::start();
+    let used = || {
+        let client = redis::Client::open(redis.url.as_str()).unwrap();
+        let mut conn = client.get_connection().unwrap();
+        let info: String = redis::cmd("INFO").arg("memory").query(&mut conn).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap()
+    };
+    let store = toolreg::serve::idempotency_store(&redis.url)
+        .await
+        .unwrap()
+        .expect("a redis store");
+    let dir = common::repo().join("generated");
+    let mut gw = toolreg::runtime::Gateway::with_options(
+        toolreg::Registry::from_path(dir.join("registry.json")).unwrap(),
+        toolreg::help::HelpDoc::from_slice(&std::fs::read(dir.join("help.json")).unwrap()).unwrap(),
+        toolreg::runtime::Options {
+            idempotency_store: Some(store),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&runs);
+    gw.handle_sync("onto.task.create", move |args| {
+        r.fetch_add(1, Ordering::SeqCst);
+        let n = if args["title"] == "big" {
+            3_500_000
+        } else {
+            10
+        };
+        Ok(json!({"log": "x".repeat(n)}))
+    })
+    .unwrap();
+    let before = used();
+    for i in 0..100 {
+        let call = json!({"op": "onto.task.create", "args": {"project_id": "p1", "title": "big"}, "idempotency_key": format!("k{i}")});
+        let env = gw.exec(toolreg::runtime::ExecCall::from_value(&call)).await;
+        assert!(env.ok, "{}", env.to_json());
+        assert!(env
+            .meta
+            .warnings
+            .iter()
+            .any(|w| w.contains("was not stored")));
+    }
+    let after = used();
+    eprintln!("redis used_memory: {before} -> {after} bytes after 100 writes of 3.5 MB");
+    assert!(after < before + (4 << 20), "{before} -> {after}");
+    let small = json!({"op": "onto.task.create", "args": {"project_id": "p1", "title": "small"}, "idempotency_key": "s"});
+    for _ in 0..2 {
+        let env = gw
+            .exec(toolreg::runtime::ExecCall::from_value(&small))
+            .await;
+        assert!(env.ok);
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        101,
+        "the small result was replayed"
+    );
+}

@@ -17,6 +17,49 @@ use std::time::{Duration, Instant};
 /// Defaults: 1,024 keys for 10 minutes.
 pub const DEFAULT_CAPACITY: usize = 1024;
 pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+/// The longest idempotency key taken (bytes); a longer one is a validation error, never stored.
+pub const MAX_KEY_LEN: usize = 200;
+/// The largest result a key keeps (bytes of JSON). A larger one is not stored: the envelope says
+/// a repeat with the key runs the op again.
+pub const MAX_STORED_RESULT: usize = 1 << 20;
+/// What the in-memory store keeps at most, all results together (bytes of JSON); the oldest
+/// keys go first.
+pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+
+/// The digest of a call's arguments that a store keeps instead of the arguments: blake3 of the
+/// JSON with object keys sorted, so key order does not matter.
+pub fn args_digest(args: &Value) -> String {
+    fn feed(h: &mut blake3::Hasher, v: &Value) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                h.update(b"{");
+                for k in keys {
+                    feed(h, &Value::String(k.clone()));
+                    h.update(b":");
+                    feed(h, &m[k]);
+                    h.update(b",");
+                }
+                h.update(b"}");
+            }
+            Value::Array(a) => {
+                h.update(b"[");
+                for x in a {
+                    feed(h, x);
+                    h.update(b",");
+                }
+                h.update(b"]");
+            }
+            other => {
+                h.update(other.to_string().as_bytes());
+            }
+        }
+    }
+    let mut h = blake3::Hasher::new();
+    feed(&mut h, args);
+    format!("b3:{}", h.finalize().to_hex())
+}
 
 enum State {
     Running,
@@ -25,9 +68,12 @@ enum State {
 
 struct Entry {
     op: String,
+    /// The caller passes [`args_digest`], never the arguments.
     args: Value,
     at: Instant,
     state: State,
+    /// Bytes of the stored result's JSON.
+    size: usize,
 }
 
 /// What a key's lookup found.
@@ -98,6 +144,9 @@ impl IdempotencyStore for MemoryStore {
 pub struct Store {
     capacity: usize,
     ttl: Duration,
+    max_bytes: usize,
+    /// Bytes of all stored results.
+    bytes: usize,
     entries: HashMap<String, Entry>,
     order: VecDeque<String>,
 }
@@ -107,9 +156,22 @@ impl Store {
         Store {
             capacity: capacity.max(1),
             ttl,
+            max_bytes: DEFAULT_MAX_BYTES,
+            bytes: 0,
             entries: HashMap::new(),
             order: VecDeque::new(),
         }
+    }
+
+    /// Sets the bound on all stored results together.
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Bytes of all stored results (JSON).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     fn expire(&mut self, now: Instant) {
@@ -118,11 +180,13 @@ impl Store {
                 .entries
                 .get(k)
                 .is_none_or(|e| now.duration_since(e.at) > self.ttl);
-            if !stale && self.order.len() <= self.capacity {
+            if !stale && self.order.len() <= self.capacity && self.bytes <= self.max_bytes {
                 break;
             }
             let k = self.order.pop_front().expect("front exists");
-            self.entries.remove(&k);
+            if let Some(e) = self.entries.remove(&k) {
+                self.bytes -= e.size;
+            }
         }
     }
 
@@ -146,6 +210,7 @@ impl Store {
                 args: args.clone(),
                 at: now,
                 state: State::Running,
+                size: 0,
             },
         );
         self.order.push_back(key.to_string());
@@ -155,14 +220,24 @@ impl Store {
 
     /// Stores the result of a successful first call.
     pub fn finish(&mut self, key: &str, result: Value) {
+        let size = serde_json::to_vec(&result).map_or(0, |b| b.len());
+        if size > MAX_STORED_RESULT {
+            self.abandon(key);
+            return;
+        }
         if let Some(e) = self.entries.get_mut(key) {
+            self.bytes = self.bytes - e.size + size;
+            e.size = size;
             e.state = State::Done(result);
         }
+        self.expire(Instant::now());
     }
 
     /// Forgets a key whose first call failed, so it can be retried.
     pub fn abandon(&mut self, key: &str) {
-        self.entries.remove(key);
+        if let Some(e) = self.entries.remove(key) {
+            self.bytes -= e.size;
+        }
         self.order.retain(|k| k != key);
     }
 
@@ -198,6 +273,32 @@ mod tests {
         assert_eq!(s.begin("third", "op", &a), Seen::New);
         assert_eq!(s.len(), 2, "capacity evicts the oldest");
         assert_eq!(s.begin("k", "op", &a), Seen::New, "k was evicted");
+
+        // All results together stay under the byte bound; the oldest go first; a result over
+        // the per-key limit is not kept at all.
+        let mut b = Store::new(100, DEFAULT_TTL).with_max_bytes(10_000);
+        for i in 0..50 {
+            let k = format!("k{i}");
+            assert_eq!(b.begin(&k, "op", &a), Seen::New);
+            b.finish(&k, json!("x".repeat(1_000)));
+            assert!(b.bytes() <= 10_000, "{} bytes kept", b.bytes());
+        }
+        assert!(b.len() <= 10 && b.len() >= 9, "{}", b.len());
+        assert_eq!(
+            b.begin("k49", "op", &a),
+            Seen::Replay(json!("x".repeat(1_000)))
+        );
+        assert_eq!(b.begin("huge", "op", &a), Seen::New);
+        b.finish("huge", json!("y".repeat(MAX_STORED_RESULT)));
+        assert_eq!(b.begin("huge", "op", &a), Seen::New, "not kept");
+        assert_eq!(
+            args_digest(&json!({"a": 1, "b": [1, {"c": 2, "d": 3}]})),
+            args_digest(&json!({"b": [1, {"d": 3, "c": 2}], "a": 1}))
+        );
+        assert_ne!(
+            args_digest(&json!({"a": 1})),
+            args_digest(&json!({"a": "1"}))
+        );
 
         let mut t = Store::new(10, Duration::from_millis(0));
         assert_eq!(t.begin("k", "op", &a), Seen::New);

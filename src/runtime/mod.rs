@@ -818,8 +818,23 @@ impl Gateway {
             }
             (None, _) => None,
         };
+        if let Some(k) = key.as_ref().filter(|k| k.len() > idempotency::MAX_KEY_LEN) {
+            return Err(fail(
+                &op,
+                codes::VALIDATION_ERROR,
+                format!(
+                    "`idempotency_key` is {} bytes; keys are at most {} (a UUID or a short hash fits)",
+                    k.len(),
+                    idempotency::MAX_KEY_LEN
+                ),
+                json!({"pointer": "/idempotency_key"}),
+                &op,
+            ));
+        }
+        // Stores keep a digest of the arguments, never the arguments themselves.
+        let digest = Value::String(idempotency::args_digest(&args));
         if let Some(k) = &key {
-            let seen = match self.idempotency.begin(k, &op, &args).await {
+            let seen = match self.idempotency.begin(k, &op, &digest).await {
                 Ok(seen) => seen,
                 Err(e) => {
                     return Err(fail(
@@ -877,8 +892,14 @@ impl Gateway {
         };
         match handler(args).await {
             Ok(result) => {
-                if let Some(k) = &key {
-                    if let Err(e) = self.idempotency.finish(k, &result).await {
+                let size = key
+                    .as_ref()
+                    .map(|_| serde_json::to_vec(&result).map_or(0, |b| b.len()));
+                if let (Some(k), Some(size)) = (&key, size) {
+                    if size > idempotency::MAX_STORED_RESULT {
+                        self.forget(k).await;
+                        warnings.push(format!("the result is {size} bytes, over the {} an idempotency key keeps, so it was not stored: a repeat with idempotency_key `{k}` runs the op again", idempotency::MAX_STORED_RESULT));
+                    } else if let Err(e) = self.idempotency.finish(k, &result).await {
                         warnings.push(format!("the result was not stored for idempotency_key `{k}` ({e}); a repeat may run the op again"));
                     }
                 }

@@ -1,7 +1,9 @@
 //! A Redis idempotency store (`toolreg serve --idempotency redis://HOST:PORT`), shared by
 //! replicas behind a load balancer: a keyed write runs once across all of them.
 //!
-//! One Redis string per key, `toolreg:idem:KEY` = `{"op", "args", "done", "result"}` as JSON.
+//! One Redis string per key, `toolreg:idem:KEY` = `{"op", "args", "done", "result"}` as JSON, where
+//! `args` is the digest of the arguments (`idempotency::args_digest`), never the arguments, and a
+//! result over `idempotency::MAX_STORED_RESULT` is never written (the gateway checks both).
 //! `begin` is `SET NX PX` (atomic set-if-absent with expiry): the replica whose SET succeeds
 //! runs the op; the others read the entry and answer replay, in flight or mismatch exactly as
 //! the in-memory store does. Every key expires after the ttl, so a replica that dies mid-call
