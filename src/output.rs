@@ -126,9 +126,7 @@ fn plain_file(p: &Path) -> bool {
 
 /// The manifest's hash of a file's contents (line endings normalized, as `check` compares).
 fn content_hash(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let hash = blake3::hash(normalize_eol(&text).as_bytes());
-    format!("b3:{}", &hash.to_hex()[..16])
+    crate::emit::manifest_hash(&normalize_eol(&String::from_utf8_lossy(bytes)))
 }
 
 /// Whether `rel` in `out` still holds the bytes toolreg recorded (`None`: no hash recorded, as
@@ -377,17 +375,15 @@ fn ensure_inside(out: &Path, files: &FileMap) -> Result<(), Box<Diagnostic>> {
 /// killed build committed but did not finish is completed first, so `check` sees whole trees.
 pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport, Box<Diagnostic>> {
     ensure_inside(out, files)?;
-    if out.join(STAGING).exists() {
-        let _lock = FolderLock::acquire(out)?;
-        recover(out)?;
-    }
-    check_unlocked(out, files, mode)
+    settle(out)?;
+    check_unlocked(out, files, mode, &listed_files(out))
 }
 
 fn check_unlocked(
     out: &Path,
     files: &FileMap,
     mode: Ownership,
+    listed: &BTreeMap<String, Option<String>>,
 ) -> Result<CheckReport, Box<Diagnostic>> {
     let mut report = CheckReport::default();
     if !ensure_folder(out)? {
@@ -421,7 +417,6 @@ fn check_unlocked(
             Err(e) => return Err(io_error(&path, "read", e)),
         }
     }
-    let listed = listed_files(out);
     report.extra = listed
         .keys()
         .filter(|p| !files.contains_key(*p))
@@ -445,7 +440,7 @@ pub fn settle(out: &Path) -> Result<bool, Box<Diagnostic>> {
     }
     let _lock = FolderLock::acquire(out).map_err(|mut d| {
         d.help = Some(format!(
-            "`{}` holds an interrupted build that toolreg cannot finish here; run `toolreg check --out` on it where the folder is writable, or rebuild it",
+            "`{}` holds an interrupted build that toolreg must finish before reading it, and it cannot write there; make the folder writable, or rebuild it",
             out.display()
         ));
         d
@@ -481,7 +476,8 @@ fn write_locked(
     let _lock = FolderLock::acquire(out)?;
     recover(out)?;
     remove_legacy_temporaries(out);
-    let status = check_unlocked(out, files, mode)?;
+    let recorded = listed_files(out);
+    let status = check_unlocked(out, files, mode, &recorded)?;
     if mode == Ownership::Folder {
         ensure_adoptable(out, files)?;
     }
@@ -495,7 +491,6 @@ fn write_locked(
         ensure_no_links(out, rel)?;
     }
     // Only files still as toolreg wrote them are removed; an edited one is kept and reported.
-    let recorded = listed_files(out);
     let (remove, kept): (Vec<String>, Vec<String>) =
         status.extra.iter().cloned().partition(|p| {
             unchanged_since_written(out, p, recorded.get(p).and_then(|h| h.as_deref()))

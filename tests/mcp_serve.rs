@@ -80,6 +80,17 @@ fn toolreg(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `toolreg build -d DEFS --out OUT`, waited for.
+fn build(defs: &Path, out: &Path) -> std::process::Output {
+    toolreg(&[
+        "build",
+        "-d",
+        defs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 /// Imports both servers (memory with a 1.5 s call limit), builds with no hand-written taxonomy.
 fn world() -> World {
     let m = modules();
@@ -112,13 +123,7 @@ fn world() -> World {
         );
         assert!(common::stderr(&out).contains(&format!("[upstreams.{name}]")));
     }
-    let out = toolreg(&[
-        "build",
-        "-d",
-        defs.to_str().unwrap(),
-        "--out",
-        gen.to_str().unwrap(),
-    ]);
+    let out = build(&defs, &gen);
     assert!(out.status.success(), "build: {}", common::stderr(&out));
     // The import's start-up listing went through the shim too; start counting from zero.
     for name in ["memory", "filesystem"] {
@@ -942,13 +947,7 @@ async fn capability_gated_tools_are_imported_and_honoured() {
     let mut doc: toml::Table = overlay.parse().unwrap();
     doc["upstreams"].as_table_mut().unwrap().remove("plain");
     std::fs::write(defs.join("toolreg.toml"), doc.to_string()).unwrap();
-    let out = toolreg(&[
-        "build",
-        "-d",
-        defs.to_str().unwrap(),
-        "--out",
-        gen.to_str().unwrap(),
-    ]);
+    let out = build(&defs, &gen);
     assert!(out.status.success(), "build: {}", common::stderr(&out));
 
     let serve = || {
@@ -1064,13 +1063,7 @@ async fn init_after_import_keeps_the_upstreams_and_serve_calls_them() {
     }
     assert!(after.contains("[groups."), "the draft is there:\n{after}");
 
-    let out = toolreg(&[
-        "build",
-        "-d",
-        defs.to_str().unwrap(),
-        "--out",
-        gen.to_str().unwrap(),
-    ]);
+    let out = build(&defs, &gen);
     assert!(out.status.success(), "build: {}", common::stderr(&out));
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolreg"));
     cmd.args(["serve", "--registry", gen.to_str().unwrap()])
@@ -1103,19 +1096,13 @@ async fn serve_finishes_an_interrupted_build_and_refuses_a_mixed_folder() {
     let (a, b) = (root.join("a"), root.join("b"));
     synthetic::write_catalog(&a, 120);
     synthetic::write_catalog(&b, 60);
-    let build = |defs: &Path, out: &Path| {
-        let o = toolreg(&[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+    let built = |defs: &Path, out: &Path| {
+        let o = build(defs, out);
         assert!(o.status.success(), "{}", common::stderr(&o));
     };
     let (gen, new) = (root.join("gen"), root.join("new"));
-    build(&a, &gen);
-    build(&b, &new);
+    built(&a, &gen);
+    built(&b, &new);
     common::interrupt_after_commit(&gen, &new, &["help.json", "registry.json"]);
 
     let options = || toolreg::serve::ServeOptions {
@@ -1143,7 +1130,7 @@ async fn serve_finishes_an_interrupted_build_and_refuses_a_mixed_folder() {
 
     // Surfaces of the old build beside the new registry, no journal: refused with the reason.
     let old = root.join("old");
-    build(&a, &old);
+    built(&a, &old);
     std::fs::copy(
         old.join("surfaces/direct.json"),
         gen.join("surfaces/direct.json"),

@@ -45,6 +45,20 @@ fn neighbourhood(root: &Path, skip: &Path) -> BTreeMap<String, String> {
     seen
 }
 
+/// `toolreg build -d DEFS --out OUT` in `cwd`, waited for.
+fn build_into(cwd: &Path, defs: &Path, out: &Path) -> std::process::Output {
+    toolreg(
+        cwd,
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+}
+
 struct Scene {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -180,16 +194,7 @@ fn removal_checks_each_file_against_the_hash_toolreg_recorded() {
     fs::remove_file(catalog.pop().unwrap()).unwrap();
     // Which generated files does the smaller catalog drop? Build it elsewhere to see.
     let reference = s.root.join("reference");
-    let o = toolreg(
-        &s.root,
-        &[
-            "build",
-            "-d",
-            s.defs.to_str().unwrap(),
-            "--out",
-            reference.to_str().unwrap(),
-        ],
-    );
+    let o = build_into(&s.root, &s.defs, &reference);
     assert!(o.status.success(), "{}", stderr(&o));
     let after_names: Vec<String> = common::snapshot_dir(&reference)
         .into_iter()
@@ -241,16 +246,7 @@ fn a_folder_holding_only_dotfiles_is_not_adopted() {
     fs::write(home.join(".config/app/settings"), "x\n").unwrap();
     let whole = |r: &Path| neighbourhood(r, Path::new("/nothing-skipped"));
     let before = whole(root);
-    let o = toolreg(
-        root,
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            home.to_str().unwrap(),
-        ],
-    );
+    let o = build_into(root, &defs, &home);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("TR051"), "{err}");
@@ -261,29 +257,11 @@ fn a_folder_holding_only_dotfiles_is_not_adopted() {
     let linked = root.join("linked");
     fs::create_dir(&linked).unwrap();
     symlink("/etc", linked.join("etc")).unwrap();
-    let o = toolreg(
-        root,
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            linked.to_str().unwrap(),
-        ],
-    );
+    let o = build_into(root, &defs, &linked);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let empty = root.join("empty");
     fs::create_dir(&empty).unwrap();
-    let o = toolreg(
-        root,
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            empty.to_str().unwrap(),
-        ],
-    );
+    let o = build_into(root, &defs, &empty);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -309,32 +287,9 @@ fn the_output_folder_itself_may_be_a_link() {
 fn reworded(s: &Scene) -> PathBuf {
     let b = s.root.join("defs-b");
     common::copy_dir(&s.defs, &b);
-    let mut files: Vec<PathBuf> = fs::read_dir(&b)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    fs::remove_file(files.pop().unwrap()).unwrap();
-    for f in &files {
-        let text = fs::read_to_string(f).unwrap();
-        fs::write(
-            f,
-            text.replace("\"description\": \"", "\"description\": \"Revised. "),
-        )
-        .unwrap();
-    }
+    common::reword_catalog(&b);
     let out = s.root.join("built-b");
-    let o = toolreg(
-        &s.root,
-        &[
-            "build",
-            "-d",
-            b.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let o = build_into(&s.root, &b, &out);
     assert!(o.status.success(), "{}", stderr(&o));
     out
 }
@@ -384,16 +339,7 @@ fn readers_finish_an_interrupted_commit_before_reading() {
 
     // help and diff settle the same way: back to A's tree, then to B's again.
     let a = s.root.join("built-a");
-    let o = toolreg(
-        &s.root,
-        &[
-            "build",
-            "-d",
-            s.defs.to_str().unwrap(),
-            "--out",
-            a.to_str().unwrap(),
-        ],
-    );
+    let o = build_into(&s.root, &s.defs, &a);
     assert!(o.status.success(), "{}", stderr(&o));
     common::interrupt_after_commit(&s.out, &a, &["registry.json"]);
     let o = toolreg(&s.root, &["help", "--registry", registry.to_str().unwrap()]);

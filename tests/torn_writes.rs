@@ -33,21 +33,7 @@ fn catalogs(tools: usize) -> Catalogs {
     let (a, b) = (root.join("a"), root.join("b"));
     synthetic::write_catalog(&a, tools);
     common::copy_dir(&a, &b);
-    let mut files: Vec<PathBuf> = fs::read_dir(&b)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    fs::remove_file(files.pop().unwrap()).unwrap();
-    for f in &files {
-        let text = fs::read_to_string(f).unwrap();
-        fs::write(
-            f,
-            text.replace("\"description\": \"", "\"description\": \"Revised. "),
-        )
-        .unwrap();
-    }
+    common::reword_catalog(&b);
     let tree = |defs: &Path, name: &str| -> FileMap {
         let out = root.join(name);
         let o = toolreg(

@@ -204,18 +204,18 @@ pub fn emit_with(
     files
 }
 
+/// The hash the manifest records for a file's text (the writer compares it before removing).
+pub fn manifest_hash(text: &str) -> String {
+    format!("b3:{}", &blake3::hash(text.as_bytes()).to_hex()[..16])
+}
+
 /// Adds `toolreg.manifest.json`: generator, versions and a blake3 per file. `toolreg build`
 /// treats a folder holding it as its own, and only removes files a manifest listed.
 pub fn add_manifest(reg: &Registry, files: &mut FileMap) {
     let listed: BTreeMap<&String, String> = files
         .iter()
         .filter(|(p, _)| p.as_str() != MANIFEST)
-        .map(|(p, c)| {
-            (
-                p,
-                format!("b3:{}", &blake3::hash(c.as_bytes()).to_hex()[..16]),
-            )
-        })
+        .map(|(p, c)| (p, manifest_hash(c)))
         .collect();
     let manifest = serde_json::json!({
         "generator": GENERATOR,

@@ -26,6 +26,23 @@ pub const MAX_STORED_RESULT: usize = 1 << 20;
 /// keys go first.
 pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 
+/// Bytes of `v` as compact JSON, counted without building the text.
+pub fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
+}
+
 /// The digest of a call's arguments that a store keeps instead of the arguments: blake3 of the
 /// JSON with object keys sorted, so key order does not matter.
 pub fn args_digest(args: &Value) -> String {
@@ -220,7 +237,7 @@ impl Store {
 
     /// Stores the result of a successful first call.
     pub fn finish(&mut self, key: &str, result: Value) {
-        let size = serde_json::to_vec(&result).map_or(0, |b| b.len());
+        let size = json_len(&result);
         if size > MAX_STORED_RESULT {
             self.abandon(key);
             return;

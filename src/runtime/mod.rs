@@ -831,9 +831,9 @@ impl Gateway {
                 &op,
             ));
         }
-        // Stores keep a digest of the arguments, never the arguments themselves.
-        let digest = Value::String(idempotency::args_digest(&args));
         if let Some(k) = &key {
+            // Stores keep a digest of the arguments, never the arguments themselves.
+            let digest = Value::String(idempotency::args_digest(&args));
             let seen = match self.idempotency.begin(k, &op, &digest).await {
                 Ok(seen) => seen,
                 Err(e) => {
@@ -892,10 +892,8 @@ impl Gateway {
         };
         match handler(args).await {
             Ok(result) => {
-                let size = key
-                    .as_ref()
-                    .map(|_| serde_json::to_vec(&result).map_or(0, |b| b.len()));
-                if let (Some(k), Some(size)) = (&key, size) {
+                if let Some(k) = &key {
+                    let size = idempotency::json_len(&result);
                     if size > idempotency::MAX_STORED_RESULT {
                         self.forget(k).await;
                         warnings.push(format!("the result is {size} bytes, over the {} an idempotency key keeps, so it was not stored: a repeat with idempotency_key `{k}` runs the op again", idempotency::MAX_STORED_RESULT));

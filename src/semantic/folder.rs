@@ -288,7 +288,7 @@ fn hash_file(path: &Path) -> Result<String, String> {
     std::fs::File::open(path)
         .and_then(|f| hasher.update_reader(f).map(|_| ()))
         .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    Ok(format!("blake3:{}", &hasher.finalize().to_hex()[..16]))
+    Ok(short_hash(hasher.finalize()))
 }
 
 fn json(path: &Path) -> Result<serde_json::Value, String> {
@@ -297,7 +297,12 @@ fn json(path: &Path) -> Result<serde_json::Value, String> {
 }
 
 fn hash(bytes: &[u8]) -> String {
-    format!("blake3:{}", &blake3::hash(bytes).to_hex()[..16])
+    short_hash(blake3::hash(bytes))
+}
+
+/// How the identity names a blake3 hash.
+fn short_hash(h: blake3::Hash) -> String {
+    format!("blake3:{}", &h.to_hex()[..16])
 }
 
 fn layout(dir: &Path) -> Result<Layout, String> {

@@ -139,17 +139,11 @@ impl GatewayClient {
     }
 }
 
-/// `file://` URI of an absolute path, each byte outside the unreserved set percent-encoded.
+/// `file://` URI of an absolute path (percent-encoded by the `url` crate).
 fn file_uri(path: &str) -> String {
-    let mut uri = String::from("file://");
-    for b in path.bytes() {
-        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
-            uri.push(b as char);
-        } else {
-            uri.push_str(&format!("%{b:02X}"));
-        }
-    }
-    uri
+    url::Url::from_file_path(path)
+        .map(String::from)
+        .unwrap_or_else(|()| format!("file://{path}"))
 }
 
 impl ClientHandler for GatewayClient {

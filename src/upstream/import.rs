@@ -88,9 +88,9 @@ pub fn usable_tools(tools: Vec<Value>) -> (Vec<Value>, Vec<LeftOut>) {
             None => usable.push(tool),
             Some(why) => {
                 let raw = tool.get("name").and_then(Value::as_str).unwrap_or_default();
-                let mut shown: String =
-                    crate::diag::escape_controls(raw).chars().take(80).collect();
-                if shown.len() < crate::diag::escape_controls(raw).len() {
+                let escaped = crate::diag::escape_controls(raw);
+                let mut shown: String = escaped.chars().take(80).collect();
+                if shown.len() < escaped.len() {
                     shown.push_str("...");
                 }
                 left_out.push(LeftOut {

@@ -105,10 +105,12 @@ fn stderr_note(stderr: &str) -> String {
 
 /// The client side of a session with `spec`: what it declares and how it answers the server.
 fn client(spec: &Upstream) -> GatewayClient {
-    GatewayClient::new(
-        &spec.roots,
-        spec.timeout_ms.map_or(CALL_TIMEOUT, Duration::from_millis),
-    )
+    GatewayClient::new(&spec.roots, call_timeout(spec))
+}
+
+/// The per-call limit of `spec` (also how long its server's requests back may wait).
+fn call_timeout(spec: &Upstream) -> Duration {
+    spec.timeout_ms.map_or(CALL_TIMEOUT, Duration::from_millis)
 }
 
 /// A running MCP client session with one upstream server.
@@ -262,7 +264,7 @@ impl Session {
             group,
             stderr,
             tools_tap,
-            call_timeout: spec.timeout_ms.map_or(CALL_TIMEOUT, Duration::from_millis),
+            call_timeout: call_timeout(spec),
             oversize,
             server,
         }

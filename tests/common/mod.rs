@@ -347,3 +347,23 @@ pub fn interrupt_after_commit(out: &Path, new: &Path, renamed: &[&str]) {
         std::fs::rename(staging.join(p), out.join(p)).unwrap();
     }
 }
+
+/// Turns a synthetic catalog (100 tools per file) into its successor: the last file dropped and
+/// every description reworded, so nearly every generated file differs and some are removed.
+pub fn reword_catalog(dir: &Path) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    std::fs::remove_file(files.pop().unwrap()).unwrap();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        std::fs::write(
+            f,
+            text.replace("\"description\": \"", "\"description\": \"Revised. "),
+        )
+        .unwrap();
+    }
+}
