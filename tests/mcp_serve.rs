@@ -866,6 +866,139 @@ async fn two_replicas_run_a_keyed_write_once_with_a_redis_store() {
     );
 }
 
+/// Issue 25, item 3: faults between a replica and Redis never block an honest retry. Replica A
+/// reaches Redis through a loopback proxy the test stalls; B reaches it directly.
+///
+/// - Redis frozen (SIGSTOP) for 3 s during a keyed write on A: A answers "not run" after 2 s;
+///   the request queued in Redis's socket runs when it wakes, past its deadline, so it leaves
+///   no marker. The retry runs once.
+/// - Replies swallowed by the proxy: A's script ran in Redis (its "running" marker is there) but
+///   A never heard back and told its caller "not run". B, asked meanwhile, tells the truth (a
+///   CONFLICT saying since when); once the proxy passes replies again A voids its attempt and
+///   B's retry runs the write once. A's own connection recovers by itself.
+///
+/// In every case the upstream's call log shows each write ran exactly once, and within 5 s of
+/// the fault clearing.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_writes_recover_once_from_a_paused_redis_and_a_lossy_network() {
+    let w = world();
+    let redis = Redis::start();
+    let proxy = common::StallProxy::start(redis.port()).await;
+    let via_proxy = format!("redis://127.0.0.1:{}", proxy.port);
+    let a = Replica::start(&w, &["--idempotency", &via_proxy]);
+    let b = Replica::start(&w, &["--idempotency", redis.url.as_str()]);
+    let (ca, cb) = (a.client().await, b.client().await);
+    let create = |key: &str, name: &str| {
+        json!({"op": "memory.entity.create", "idempotency_key": key,
+               "args": {"entities": [{"name": name, "entityType": "fault-test", "observations": ["once"]}]}})
+    };
+    let creates = || {
+        w.calls("memory")
+            .iter()
+            .filter(|c| *c == "create_entities")
+            .count()
+    };
+    // Retries `body` on `c` every 200 ms until it succeeds; the envelopes of the failures.
+    async fn retry_until_ok(
+        c: &RunningService<RoleClient, ()>,
+        body: Value,
+        within: Duration,
+    ) -> (CallToolResult, Vec<Value>, Duration) {
+        let started = Instant::now();
+        let mut refused = Vec::new();
+        loop {
+            let r = call(c, "tool_exec", body.clone()).await;
+            if r.is_error != Some(true) {
+                return (r, refused, started.elapsed());
+            }
+            refused.push(envelope(&r));
+            assert!(
+                started.elapsed() < within,
+                "no success within {within:?}: {refused:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let mut conn = redis.connection();
+    let marker = |conn: &mut redis::Connection, key: &str| -> bool {
+        redis::cmd("EXISTS")
+            .arg(format!("toolreg:idem:{key}"))
+            .query::<i64>(conn)
+            .unwrap()
+            == 1
+    };
+
+    // A warm-up write on A loads the scripts into Redis, so a frozen Redis later holds a real
+    // request rather than a script lookup.
+    let warm = call(&ca, "tool_exec", create("warm", "w")).await;
+    assert_ne!(warm.is_error, Some(true), "{}", text(&warm));
+    assert_eq!(creates(), 1);
+
+    // 1. Redis frozen for 3 s during a keyed write.
+    redis.pause();
+    let frozen = Instant::now();
+    let e = envelope(&call(&ca, "tool_exec", create("paused", "p")).await);
+    assert_eq!(e["error"]["code"], "IDEMPOTENCY_UNAVAILABLE", "{e}");
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("was not run"));
+    tokio::time::sleep(Duration::from_secs(3).saturating_sub(frozen.elapsed())).await;
+    redis.resume();
+    let (ran, refused, took) =
+        retry_until_ok(&ca, create("paused", "p"), Duration::from_secs(5)).await;
+    eprintln!(
+        "paused Redis: the retry ran {took:?} after SIGCONT ({} refused first)",
+        refused.len()
+    );
+    assert_eq!(creates(), 2, "the write ran once: {}", text(&ran));
+    for c in [&ca, &cb] {
+        let again = call(c, "tool_exec", create("paused", "p")).await;
+        assert_eq!(again.content, ran.content, "replayed, not run again");
+    }
+    assert_eq!(creates(), 2);
+
+    // 2. Replies lost on A's way to Redis: the marker lands, A hears nothing.
+    proxy.stall();
+    let e = envelope(&call(&ca, "tool_exec", create("lost", "l")).await);
+    assert_eq!(e["error"]["code"], "IDEMPOTENCY_UNAVAILABLE", "{e}");
+    assert!(marker(&mut conn, "lost"), "A's script ran in Redis");
+    // B, asked while A cannot free the key, says what it knows: running since when.
+    let e = envelope(&call(&cb, "tool_exec", create("lost", "l")).await);
+    assert_eq!(e["error"]["code"], "CONFLICT", "{e}");
+    assert!(
+        e["error"]["details"]["running_for_ms"].as_u64().is_some(),
+        "{e}"
+    );
+    assert_eq!(creates(), 2, "nothing ran");
+    proxy.release();
+    let (ran, refused, took) =
+        retry_until_ok(&cb, create("lost", "l"), Duration::from_secs(5)).await;
+    eprintln!(
+        "lost replies: B's retry ran {took:?} after the proxy released ({} refused first)",
+        refused.len()
+    );
+    assert!(
+        refused.iter().all(|e| e["error"]["code"] == "CONFLICT"),
+        "{refused:#?}"
+    );
+    assert_eq!(creates(), 3, "the write ran once: {}", text(&ran));
+    let again = call(&ca, "tool_exec", create("lost", "l")).await;
+    assert_eq!(again.content, ran.content, "A replays B's result");
+    assert_eq!(creates(), 3);
+
+    // A's own connection is whole again: a new keyed write there runs at its first try.
+    let started = Instant::now();
+    let fresh = call(&ca, "tool_exec", create("after", "f")).await;
+    assert_ne!(fresh.is_error, Some(true), "{}", text(&fresh));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(creates(), 4);
+    drop((ca, cb));
+    assert!(a.stop().success());
+    assert!(b.stop().success());
+}
+
 /// A downstream client with a model: it answers sampling requests with a fixed message.
 #[derive(Clone)]
 struct ModelClient;

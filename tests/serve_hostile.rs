@@ -431,3 +431,90 @@ async fn the_redis_store_keeps_neither_large_results_nor_arguments() {
         "the small result was replayed"
     );
 }
+
+/// Issue 25, item 3, the Redis store's own rules on a real redis-server: a "running" marker
+/// whose owner was voided (its caller was told "not run") is taken over, once; one whose owner
+/// was not is reported running, with its age; a key holding something toolreg did not write is
+/// refused by name; abandon removes only the caller's own marker.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redis_store_takes_over_only_voided_markers() {
+    use toolreg::runtime::idempotency::Seen;
+    let redis = common::RedisServer::start();
+    let mut conn = redis.connection();
+    let store = toolreg::serve::idempotency_store(&redis.url)
+        .await
+        .unwrap()
+        .expect("a redis store");
+    let digest = Value::String(toolreg::runtime::idempotency::args_digest(&json!({"a": 1})));
+    let plant = |conn: &mut redis::Connection, key: &str, owner: &str| {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn).unwrap();
+        let since = secs * 1000 + micros / 1000 - 1500;
+        let _: () = redis::cmd("HSET")
+            .arg(format!("toolreg:idem:{key}"))
+            .arg(&["op", "x.create", "args", &digest.to_string(), "done", "0"])
+            .arg(&["owner", owner, "since", &since.to_string()])
+            .query(conn)
+            .unwrap();
+    };
+
+    plant(&mut conn, "orphan", "ghost-1");
+    let _: () = redis::cmd("SET")
+        .arg("toolreg:idem:void:ghost-1")
+        .arg("1")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(
+        store.begin("orphan", "x.create", &digest).await,
+        Ok(Seen::TakenOver)
+    );
+    assert!(
+        matches!(
+            store.begin("orphan", "x.create", &digest).await,
+            Ok(Seen::InFlight { .. })
+        ),
+        "taken over once: now it is this call's"
+    );
+    store.finish("orphan", &json!({"n": 5})).await.unwrap();
+    assert_eq!(
+        store.begin("orphan", "x.create", &digest).await,
+        Ok(Seen::Replay(json!({"n": 5})))
+    );
+
+    plant(&mut conn, "busy", "alive-1");
+    match store.begin("busy", "x.create", &digest).await {
+        Ok(Seen::InFlight {
+            running_for: Some(d),
+        }) => assert!(
+            d >= Duration::from_millis(1500) && d < Duration::from_secs(60),
+            "{d:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        store.begin("busy", "x.other", &digest).await,
+        Ok(Seen::Mismatch {
+            op: "x.create".into()
+        })
+    );
+    store.abandon("busy").await.unwrap();
+    let kept: i64 = redis::cmd("EXISTS")
+        .arg("toolreg:idem:busy")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(kept, 1, "abandon leaves another owner's marker alone");
+
+    let _: () = redis::cmd("SET")
+        .arg("toolreg:idem:foreign")
+        .arg("hello")
+        .query(&mut conn)
+        .unwrap();
+    let e = store
+        .begin("foreign", "x.create", &digest)
+        .await
+        .unwrap_err();
+    assert!(
+        e.0.contains("toolreg:idem:foreign") && e.0.contains("string"),
+        "{e}"
+    );
+}

@@ -102,8 +102,11 @@ pub enum Seen {
     Replay(Value),
     /// Same key, other op or arguments.
     Mismatch { op: String },
-    /// Same key and call, still running.
-    InFlight,
+    /// Same key and call, still running (for this long, when the store knows).
+    InFlight { running_for: Option<Duration> },
+    /// First use as far as a run goes: the key held the marker of an attempt whose caller was
+    /// told it did not run, and this call took the key over. The caller runs the op.
+    TakenOver,
 }
 
 /// A store could not answer (a shared store unreachable): the write is not run, since running it
@@ -119,7 +122,9 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 /// Where the gateway keeps idempotency keys.
 ///
 /// `begin` must be atomic: of two concurrent `begin`s with one key, exactly one sees
-/// [`Seen::New`]. After `New` the gateway calls `finish` (success) or `abandon` (failure).
+/// [`Seen::New`]. After `New` (or `TakenOver`) the gateway calls `finish` (success) or
+/// `abandon` (failure). A store that fails to answer `begin` must make sure that what it may
+/// have reserved does not block a retry: the caller is told the call did not run.
 pub trait IdempotencyStore: Send + Sync {
     fn begin<'a>(&'a self, key: &'a str, op: &'a str, args: &'a Value) -> StoreFuture<'a, Seen>;
     fn finish<'a>(&'a self, key: &'a str, result: &'a Value) -> StoreFuture<'a, ()>;
@@ -216,7 +221,9 @@ impl Store {
                 return Seen::Mismatch { op: e.op.clone() };
             }
             return match &e.state {
-                State::Running => Seen::InFlight,
+                State::Running => Seen::InFlight {
+                    running_for: Some(now.duration_since(e.at)),
+                },
                 State::Done(v) => Seen::Replay(v.clone()),
             };
         }
@@ -277,7 +284,12 @@ mod tests {
         let mut s = Store::new(2, DEFAULT_TTL);
         let a = json!({"x": 1});
         assert_eq!(s.begin("k", "op", &a), Seen::New);
-        assert_eq!(s.begin("k", "op", &a), Seen::InFlight);
+        assert!(matches!(
+            s.begin("k", "op", &a),
+            Seen::InFlight {
+                running_for: Some(_)
+            }
+        ));
         s.finish("k", json!("r"));
         assert_eq!(s.begin("k", "op", &a), Seen::Replay(json!("r")));
         assert_eq!(

@@ -848,6 +848,7 @@ impl Gateway {
             };
             match seen {
                 idempotency::Seen::New => {}
+                idempotency::Seen::TakenOver => warnings.push(format!("idempotency_key `{k}` was held by an earlier attempt that was reported not run; this call took it over and ran")),
                 idempotency::Seen::Replay(result) => {
                     warnings.push(format!("replayed the first result for idempotency_key `{k}`; the op did not run again"));
                     return Ok(Done {
@@ -865,14 +866,21 @@ impl Gateway {
                         &op,
                     ));
                 }
-                idempotency::Seen::InFlight => {
+                idempotency::Seen::InFlight { running_for } => {
+                    let (since, details) = match running_for {
+                        Some(d) => (
+                            format!(" (started {:.1} s ago)", d.as_secs_f64()),
+                            json!({"idempotency_key": k, "running_for_ms": u64::try_from(d.as_millis()).unwrap_or(u64::MAX)}),
+                        ),
+                        None => (String::new(), json!({"idempotency_key": k})),
+                    };
                     return Err(fail(
                         &op,
                         codes::CONFLICT,
                         format!(
-                            "a call with idempotency_key `{k}` is still running; retry shortly"
+                            "a call with idempotency_key `{k}` is still running{since}; retry shortly (an attempt that was reported not run frees its key as soon as the store answers again)"
                         ),
-                        json!({"idempotency_key": k}),
+                        details,
                         &op,
                     ));
                 }

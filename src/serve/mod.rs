@@ -18,6 +18,8 @@ mod pool;
 #[cfg(feature = "redis")]
 mod redis_limits;
 #[cfg(feature = "redis")]
+mod redis_link;
+#[cfg(feature = "redis")]
 mod redis_store;
 mod visibility;
 
@@ -117,8 +119,9 @@ pub struct ServeOptions {
 pub async fn idempotency_store(
     spec: &str,
 ) -> Result<Option<Arc<dyn IdempotencyStore>>, ServeError> {
+    // A Redis URL may carry a password: messages show it redacted.
     let err = |message: String| ServeError::Store {
-        spec: spec.to_string(),
+        spec: crate::trust::redact_url(spec),
         message,
     };
     if spec == "memory" {

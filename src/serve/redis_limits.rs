@@ -4,7 +4,7 @@
 //! together, not each.
 
 use super::http::{RateFuture, SharedRate};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use super::redis_link::Link;
 use std::time::Duration;
 
 const PREFIX: &str = "toolreg:rate:";
@@ -31,45 +31,25 @@ return ok
 "#;
 
 pub struct RedisRate {
-    conn: ConnectionManager,
+    link: Link,
+    take: redis::Script,
 }
 
 impl RedisRate {
     pub async fn connect(url: &str) -> Result<RedisRate, String> {
-        let client = redis::Client::open(url).map_err(|e| format!("redis: {e}"))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(ANSWER_TIMEOUT * 4))
-            .set_response_timeout(Some(ANSWER_TIMEOUT))
-            .set_number_of_retries(1);
-        let conn = tokio::time::timeout(
-            ANSWER_TIMEOUT * 8,
-            ConnectionManager::new_with_config(client, config),
-        )
-        .await
-        .map_err(|_| format!("redis: no answer from {}", crate::trust::redact_url(url)))?
-        .map_err(|e| format!("redis: {e}"))?;
-        Ok(RedisRate { conn })
+        Ok(RedisRate {
+            link: Link::connect(url, ANSWER_TIMEOUT).await?,
+            take: redis::Script::new(TAKE),
+        })
     }
 }
 
 impl SharedRate for RedisRate {
     fn take<'a>(&'a self, who: &'a str, rate: u32) -> RateFuture<'a> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
             // Callers' names can be long: the key holds a digest of them.
             let key = format!("{PREFIX}{}", blake3::hash(who.as_bytes()).to_hex());
-            let taken: i64 = tokio::time::timeout(
-                ANSWER_TIMEOUT,
-                redis::cmd("EVAL")
-                    .arg(TAKE)
-                    .arg(1)
-                    .arg(key)
-                    .arg(rate)
-                    .query_async(&mut conn),
-            )
-            .await
-            .map_err(|_| "redis did not answer".to_string())?
-            .map_err(|e| format!("redis: {e}"))?;
+            let taken: i64 = self.link.invoke(self.take.key(key).arg(rate)).await?;
             Ok(taken == 1)
         })
     }

@@ -291,6 +291,91 @@ impl RedisServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing is answered.
+    pub fn pause(&self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGSTOP) };
+    }
+
+    /// Lets a paused server go on (SIGCONT): it then works through what queued up.
+    pub fn resume(&self) {
+        // SAFETY: as above.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGCONT) };
+    }
+
+    pub fn port(&self) -> u16 {
+        self.url.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    /// A plain connection, to look at what the stores keep.
+    #[cfg(feature = "redis")]
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url.as_str())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+}
+
+/// A loopback TCP proxy in front of `target` whose replies the test can swallow: while stalled,
+/// what the server sends back is read and dropped (a network that loses answers), what clients
+/// send still goes through.
+#[cfg(feature = "mcp")]
+pub struct StallProxy {
+    pub port: u16,
+    stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[cfg(feature = "mcp")]
+impl StallProxy {
+    pub async fn start(target: u16) -> StallProxy {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stalled);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", target)).await else {
+                    continue;
+                };
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+                    let _ = server_write.shutdown().await;
+                });
+                let flag = std::sync::Arc::clone(&flag);
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    while let Ok(n) = server_read.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        if flag.load(Ordering::SeqCst) {
+                            continue; // swallowed
+                        }
+                        if client_write.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        StallProxy { port, stalled }
+    }
+
+    pub fn stall(&self) {
+        self.stalled
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn release(&self) {
+        self.stalled
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl Drop for RedisServer {
