@@ -23,6 +23,15 @@ enum Format {
     Json,
 }
 
+/// `lint` also writes SARIF.
+#[derive(Clone, Copy, ValueEnum)]
+enum LintFormat {
+    Text,
+    Json,
+    /// SARIF 2.1.0 on stdout, for code-scanning UIs
+    Sarif,
+}
+
 #[derive(clap::Args)]
 struct Definitions {
     /// Folder with tool definition JSON files and toolreg.toml
@@ -240,9 +249,9 @@ enum Command {
     Lint {
         #[command(flatten)]
         defs: Definitions,
-        /// `text` (rustc style) or `json` (one object per line)
+        /// `text` (rustc style), `json` (one object per line) or `sarif` (SARIF 2.1.0 on stdout)
         #[arg(long, value_enum, default_value = "text")]
-        format: Format,
+        format: LintFormat,
     },
 }
 
@@ -397,8 +406,12 @@ fn eval_compare(
     }
 }
 
+/// Pretty JSON on stdout with every character a terminal could act on or hide (DEL, C1
+/// controls, bidi, zero-width and tag characters; serde_json escapes the C0 ones) written as a
+/// `\uXXXX` escape: the same JSON, safe to print.
 fn print_json(v: &impl serde::Serialize) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    let text = serde_json::to_string_pretty(v).unwrap_or_default();
+    println!("{}", toolreg::diag::escape_json_text(&text));
 }
 
 fn show(diags: &Diagnostics, format: Format, verbose: bool) {
@@ -673,20 +686,22 @@ pub fn run() -> ExitCode {
                 Format::Json => print_json(&res),
                 Format::Text => {
                     for (i, h) in res.results.iter().enumerate() {
+                        // Catalog text reaches a terminal: escaped (`\u{1b}`), never raw.
+                        let esc = toolreg::diag::escape_controls;
                         println!(
                             "{:>2}. {:<36} {:<5} {:.2}  {}",
                             i + 1,
-                            h.op,
+                            esc(&h.op),
                             h.kind.as_str(),
                             h.confidence,
-                            h.summary
+                            esc(&h.summary)
                         );
                         if let Some(u) = &h.usage {
-                            println!("      {u}");
+                            println!("      {}", esc(u));
                         }
                     }
                     if let Some(s) = &res.suggestion {
-                        println!("{s}");
+                        println!("{}", toolreg::diag::escape_controls(s));
                         print_json(&res.directory);
                     }
                 }
@@ -785,14 +800,19 @@ pub fn run() -> ExitCode {
             }
             diags.sort();
             let diags = &diags;
-            show(diags, format, defs.verbose);
+            match format {
+                LintFormat::Text => show(diags, Format::Text, defs.verbose),
+                LintFormat::Json => show(diags, Format::Json, defs.verbose),
+                // A file for code-scanning uploads: on stdout, so `> toolreg.sarif` keeps it whole.
+                LintFormat::Sarif => print!("{}", diags.render_sarif(env!("CARGO_PKG_VERSION"))),
+            }
             if !defs.definitions.is_dir() {
                 return ExitCode::from(2);
             }
             if diags.has_errors() {
                 ExitCode::from(1)
             } else {
-                if matches!(format, Format::Text) && diags.is_empty() {
+                if matches!(format, LintFormat::Text) && diags.is_empty() {
                     eprintln!("no errors or warnings");
                 }
                 ExitCode::SUCCESS

@@ -110,6 +110,9 @@ codes! {
     Quarantined = "TR081", Warning, "a third-party tool could not be compiled and was left out of every surface";
     UpstreamUnapproved = "TR082", Warning, "an upstream's command or URL is not approved to run on this machine (`toolreg approve`)";
     UpstreamSecret = "TR083", Error, "an upstream URL carries a credential (user info or a key-like query parameter)";
+    // The poisoning lint (rules in src/compiler/poison.toml; each finding names its rule).
+    PoisonedText = "TR090", Error, "a tool's text holds characters that are never legitimate (tag, bidi or control characters)";
+    SuspiciousText = "TR091", Warning, "a tool's text works on the model: an instruction, hidden text, a data link, HTML, another server's tool";
     // Writing output.
     OutputIo = "TR050", Error, "the output folder could not be written";
     OutputNotOwned = "TR051", Error, "the output folder has files toolreg did not write";
@@ -193,6 +196,9 @@ pub struct Diagnostic {
     pub related: Vec<Related>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// The poisoning lint's rule that found it (`instruction-tag`), for code-scanning tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 impl Diagnostic {
@@ -204,7 +210,13 @@ impl Diagnostic {
             location: None,
             related: Vec::new(),
             help: None,
+            rule: None,
         }
+    }
+
+    pub fn rule(mut self, rule: &str) -> Self {
+        self.rule = Some(rule.to_string());
+        self
     }
 
     pub fn at(mut self, location: Location) -> Self {
@@ -432,6 +444,89 @@ impl Diagnostics {
     pub fn into_vec(self) -> Vec<Diagnostic> {
         self.items
     }
+
+    /// The findings as a SARIF 2.1.0 log, for code-scanning UIs: one rule per code used, one
+    /// result per finding (`TR091/instruction-tag` for a poisoning-lint rule), file locations as
+    /// relative URIs with line and column, the JSON pointer in the result's properties.
+    pub fn render_sarif(&self, version: &str) -> String {
+        use serde_json::json;
+        let mut codes: Vec<Code> = self.items.iter().map(|d| d.code).collect();
+        codes.sort();
+        codes.dedup();
+        let level = |s: Severity| match s {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "note",
+        };
+        let rules: Vec<serde_json::Value> = codes
+            .iter()
+            .map(|c| {
+                json!({
+                    "id": c.as_str(),
+                    "shortDescription": {"text": c.title()},
+                    "defaultConfiguration": {"level": level(c.severity())},
+                })
+            })
+            .collect();
+        let results: Vec<serde_json::Value> = self
+            .items
+            .iter()
+            .map(|d| {
+                let rule_id = match &d.rule {
+                    Some(r) => format!("{}/{r}", d.code),
+                    None => d.code.as_str().to_string(),
+                };
+                let mut text = escape_controls(&d.message);
+                if let Some(h) = &d.help {
+                    text = format!("{text}\nhelp: {}", escape_controls(h));
+                }
+                let mut result = json!({
+                    "ruleId": rule_id,
+                    "ruleIndex": codes.iter().position(|c| *c == d.code).unwrap_or(0),
+                    "level": level(d.severity),
+                    "message": {"text": text},
+                });
+                if let Some(l) = &d.location {
+                    let mut physical = json!({"artifactLocation": {"uri": uri_reference(&l.file)}});
+                    if let Some(line) = l.line {
+                        physical["region"] = json!({"startLine": line.max(1), "startColumn": l.column.unwrap_or(1).max(1)});
+                    }
+                    result["locations"] = json!([{"physicalLocation": physical}]);
+                    if let Some(p) = &l.pointer {
+                        result["properties"] = json!({"jsonPointer": p});
+                    }
+                }
+                result
+            })
+            .collect();
+        let log = json!({
+            "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+            "version": "2.1.0",
+            "runs": [{
+                "tool": {"driver": {
+                    "name": "toolreg",
+                    "version": version,
+                    "rules": rules,
+                }},
+                "results": results,
+            }],
+        });
+        serde_json::to_string_pretty(&log).expect("a JSON value serializes") + "\n"
+    }
+}
+
+/// A file path as a relative URI reference: every byte outside the unreserved set and `/`
+/// percent-encoded (spaces, `#`, `?`, `%`, non-ASCII).
+fn uri_reference(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.replace('\\', "/").bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 impl From<Vec<Diagnostic>> for Diagnostics {
@@ -462,6 +557,27 @@ pub fn is_unsafe_char(c: char) -> bool {
             // variation selectors (used to smuggle bytes).
             | '\u{E0000}'..='\u{E007F}' | '\u{E0100}'..='\u{E01EF}'
         )
+}
+
+/// JSON text with every unsafe character that is not already escaped (DEL, C1, bidi,
+/// zero-width, tag characters) written as a JSON `\uXXXX` escape (a surrogate pair above
+/// U+FFFF). Such characters only occur inside JSON strings, so the value is unchanged.
+pub fn escape_json_text(json: &str) -> String {
+    if !json.chars().any(is_unsafe_char) {
+        return json.to_string();
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if is_unsafe_char(c) && !matches!(c, '\n' | '\t' | '\r') {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// One field of a diagnostic with every unsafe character (newlines included) written as an

@@ -54,6 +54,11 @@ const CASES: &[(&str, i32, &[&str])] = &[
     ("op_collision", 1, &["TR012"]),
     ("overlay_bad_value", 1, &["TR011"]),
     ("overlay_syntax", 1, &["TR011"]),
+    // Published tool-poisoning attacks in the team's own file (errors stop the build; refused
+    // per-op tuning is TR020), and in third-party snapshots (quarantined, the rest builds; one
+    // server's text redirecting another's tool). Sources: tests/bad/poisoning/SOURCES.md.
+    ("poisoning", 1, &["TR090", "TR091", "TR020"]),
+    ("poisoning_third_party", 0, &["TR090", "TR091", "TR081"]),
     (
         "provider_lints",
         1,

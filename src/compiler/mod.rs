@@ -16,6 +16,7 @@ pub mod lint;
 pub mod load;
 pub mod normalize;
 pub mod overlay;
+pub mod poison;
 pub mod policy;
 pub mod provider_lint;
 pub mod source;
@@ -154,6 +155,9 @@ const QUARANTINABLE: &[diag::Code] = &[
     diag::Code::SurfaceNotObject,
     diag::Code::SurfaceCombinator,
     diag::Code::SurfaceName,
+    // Poisoned text: the tool is left out of every surface, the rest of the catalog builds.
+    diag::Code::PoisonedText,
+    diag::Code::SuspiciousText,
 ];
 
 /// For every error, the third-party tool it belongs to; `None` when any error belongs to no
@@ -312,6 +316,7 @@ fn compile_pass(
             decide_kind(t, &lo.overlay);
         }
         lint::check(&tools, &loaded, &lo, &classifier, &mut diags);
+        poison::check(&tools, &loaded, &lo, &mut diags);
         // Assembly checks examples, aliases and profiles; run it even after errors so one run
         // reports everything (unclassified tools are skipped), then discard the registry.
         let op_locations: BTreeMap<String, crate::diag::Location> = tools

@@ -359,6 +359,26 @@ pub struct OpOverride {
     /// Argument aliases for this op: alias (a dotted path for nested: `task.name`) -> argument.
     #[serde(default)]
     pub arg_aliases: BTreeMap<Spanned<String>, String>,
+    /// The poisoning lint for this op: rule id -> level and reason.
+    #[serde(default)]
+    pub lint: BTreeMap<String, LintTuning>,
+}
+
+/// `[ops."OP".lint] RULE = { level, reason }`: a poisoning-lint warning allowed or raised to an
+/// error for one op, with the reason a reviewer reads.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LintTuning {
+    pub level: LintLevel,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LintLevel {
+    Allow,
+    Warning,
+    Error,
 }
 
 #[derive(Debug, Deserialize)]

@@ -34,16 +34,50 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Markdown table cell: no pipes or line breaks.
+/// Catalog text (descriptions, summaries, policy lines) as markdown prose that shows, never runs
+/// or fetches: HTML's special characters become entities and link brackets are escaped, so no
+/// `<script>`, `<img onerror>`, autolink, link or image survives into the published site.
+/// Control characters never get here: the poisoning lint stops them at build time.
+fn prose(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Markdown table cell of catalog text: escaped prose, no pipes or line breaks.
 fn cell(s: &str) -> String {
-    s.trim()
+    prose(s.trim())
         .replace('|', "\\|")
         .replace("\r\n", "\n")
         .replace('\n', "<br>")
 }
 
+/// A JSON value as inline code, whatever backticks it holds: the span's delimiter is one
+/// backtick longer than the longest run inside (CommonMark), so the value stays code.
 fn short_json(v: &Value) -> String {
-    format!("`{}`", v.to_string().replace('|', "\\|"))
+    let text = v.to_string().replace('|', "\\|");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    if longest == 0 {
+        return format!("`{text}`");
+    }
+    let fence = "`".repeat(longest + 1);
+    format!("{fence} {text} {fence}")
 }
 
 /// Where an op's page lives, relative to `src/`.
@@ -109,8 +143,8 @@ fn op_context(reg: &Registry, r: &OpRecord, header: &str) -> Value {
     json!({
         "header": header,
         "op": r.op,
-        "summary": r.summary,
-        "description": if r.description.trim() == r.summary.trim() { String::new() } else { r.description.trim().to_string() },
+        "summary": prose(&r.summary),
+        "description": if r.description.trim() == r.summary.trim() { String::new() } else { prose(r.description.trim()) },
         "usage": r.usage(),
         "tool_name": r.tool_name,
         "kind": r.kind.as_str(),
@@ -121,9 +155,12 @@ fn op_context(reg: &Registry, r: &OpRecord, header: &str) -> Value {
         "entity": r.entity.clone().unwrap_or_default(),
         "entity_link": "README.md",
         "args": args,
-        "policy": r.policy.as_ref().map(|p| json!({"do": p.do_, "dont": p.dont, "edge_cases": p.edge_cases})).unwrap_or(Value::Null),
+        "policy": r.policy.as_ref().map(|p| {
+            let lines = |l: &[String]| l.iter().map(|x| prose(x)).collect::<Vec<_>>();
+            json!({"do": lines(&p.do_), "dont": lines(&p.dont), "edge_cases": lines(&p.edge_cases)})
+        }).unwrap_or(Value::Null),
         "notes": notes,
-        "examples": r.examples.iter().map(|e| json!({"description": e.description, "json": pretty(&json!({"op": r.op, "args": e.args}))})).collect::<Vec<_>>(),
+        "examples": r.examples.iter().map(|e| json!({"description": prose(&e.description), "json": pretty(&json!({"op": r.op, "args": e.args}))})).collect::<Vec<_>>(),
         "schema": pretty(&r.parameters_schema),
         "registry_version": reg.registry_version,
     })
@@ -182,7 +219,7 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
     for (g, node) in &reg.tree {
         let group_ops: Vec<Value> = visible(reg, &node.ops)
             .map(
-                |r| json!({"op": r.op, "summary": r.summary, "link": format!("{}.md", seg(&r.op))}),
+                |r| json!({"op": r.op, "summary": prose(&r.summary), "link": format!("{}.md", seg(&r.op))}),
             )
             .collect();
         let mut entities = Vec::new();
@@ -196,25 +233,25 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
             pages.push((
                 format!("src/{}/{}/README.md", seg(g), seg(e)),
                 "entity.md.hbs",
-                json!({"header": header, "group": g, "entity": e, "summary": en.summary.clone().unwrap_or_default(), "group_link": "../README.md", "ops": entity_ops}),
+                json!({"header": header, "group": g, "entity": e, "summary": prose(en.summary.as_deref().unwrap_or_default()), "group_link": "../README.md", "ops": entity_ops}),
             ));
-            entities.push(json!({"name": e, "summary": en.summary.clone().unwrap_or_default(), "count": ops.len(), "link": format!("{}/{}/README.md", seg(g), seg(e)),
+            entities.push(json!({"name": e, "summary": prose(en.summary.as_deref().unwrap_or_default()), "count": ops.len(), "link": format!("{}/{}/README.md", seg(g), seg(e)),
                 "ops": ops.iter().map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
-            all_ops.extend(
-                ops.iter()
-                    .map(|r| json!({"op": r.op, "summary": r.summary, "link": op_path(r)})),
-            );
+            all_ops
+                .extend(ops.iter().map(
+                    |r| json!({"op": r.op, "summary": prose(&r.summary), "link": op_path(r)}),
+                ));
         }
         all_ops.extend(
             visible(reg, &node.ops)
-                .map(|r| json!({"op": r.op, "summary": r.summary, "link": op_path(r)})),
+                .map(|r| json!({"op": r.op, "summary": prose(&r.summary), "link": op_path(r)})),
         );
         let group_entities: Vec<Value> = entities
             .iter()
             .map(|e| json!({"name": e["name"], "summary": e["summary"], "count": e["count"], "link": format!("{}/README.md", seg(e["name"].as_str().unwrap_or_default()))}))
             .collect();
-        pages.push((format!("src/{}/README.md", seg(g)), "group.md.hbs", json!({"header": header, "group": g, "summary": node.summary, "entities": group_entities, "ops": group_ops})));
-        index_groups.push(json!({"name": g, "summary": node.summary, "link": format!("{}/README.md", seg(g)), "entities": entities,
+        pages.push((format!("src/{}/README.md", seg(g)), "group.md.hbs", json!({"header": header, "group": g, "summary": prose(&node.summary), "entities": group_entities, "ops": group_ops})));
+        index_groups.push(json!({"name": g, "summary": prose(&node.summary), "link": format!("{}/README.md", seg(g)), "entities": entities,
             "ops": all_ops, "direct": visible(reg, &node.ops).map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
     }
     for r in reg.ops.values().filter(|r| !r.hidden) {

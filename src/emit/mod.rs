@@ -200,8 +200,34 @@ pub fn emit_with(
         files.extend(f);
         diags.extend(d);
     }
+    for (path, text) in files.iter_mut() {
+        escape_raw_controls(path, text);
+    }
     add_manifest(reg, &mut files);
     files
+}
+
+/// The last guard on code and pages: a control character other than newline and tab that
+/// reached a Rust, TypeScript or markdown file (an overlay string can carry one; catalog text
+/// cannot, the poisoning lint stops it) is written as `\u{1b}`: the same character inside a
+/// Rust or TypeScript string literal, visible text in a comment or a page, and never a raw byte
+/// a terminal or editor acts on. JSON needs no guard (serde_json escapes controls itself).
+fn escape_raw_controls(path: &str, text: &mut String) {
+    let guarded = [".rs", ".ts", ".md"].iter().any(|ext| path.ends_with(ext));
+    let raw = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !guarded || !text.chars().any(raw) {
+        return;
+    }
+    *text = text
+        .chars()
+        .map(|c| {
+            if raw(c) {
+                format!("\\u{{{:x}}}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
 }
 
 /// The hash the manifest records for a file's text (the writer compares it before removing).

@@ -1,0 +1,530 @@
+//! The poisoning lint: flags text in a tool definition that works on the model rather than
+//! describing the tool (hidden characters, instructions to the model, links that carry data
+//! out, HTML, references to other servers' tools, outsized descriptions).
+//!
+//! The rules are data (`poison.toml`, compiled in); this module reads them, collects every text
+//! of a tool a model or person sees with its JSON pointer, and reports one located finding per
+//! text and rule: TR090 for errors (characters that are never legitimate), TR091 for warnings.
+//! Per-op tuning in the overlay (`[ops."OP".lint]`) allows a warning or raises it to an error,
+//! always with a reason; error rules cannot be allowed.
+
+use super::load::{Loaded, RawTool};
+use super::overlay::{LintLevel, LoadedOverlay};
+use super::Tool;
+use crate::diag::{Code, Diagnostic, Diagnostics, Severity};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+
+const RULES: &str = include_str!("poison.toml");
+
+/// The most characters of evidence a finding quotes.
+const EVIDENCE_CHARS: usize = 120;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    rule: Vec<RuleSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleSpec {
+    id: String,
+    severity: String,
+    message: String,
+    help: String,
+    chars: Option<CharClass>,
+    #[serde(default)]
+    patterns: Vec<String>,
+    anomaly: Option<Anomaly>,
+    #[serde(default)]
+    shadowing: bool,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CharClass {
+    Tag,
+    Bidi,
+    Control,
+    Invisible,
+}
+
+impl CharClass {
+    pub fn contains(self, c: char) -> bool {
+        match self {
+            CharClass::Tag => matches!(c, '\u{E0000}'..='\u{E007F}'),
+            CharClass::Bidi => matches!(
+                c,
+                '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+            ),
+            // Newline, tab and carriage return are ordinary text.
+            CharClass::Control => c.is_control() && !matches!(c, '\n' | '\t' | '\r'),
+            CharClass::Invisible => matches!(
+                c,
+                '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{180E}'
+                    | '\u{E0100}'..='\u{E01EF}'
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Anomaly {
+    ratio: f64,
+    min_chars: usize,
+}
+
+enum Matcher {
+    Chars(CharClass),
+    Patterns(Vec<regex::Regex>),
+    Anomaly(Anomaly),
+    Shadowing,
+}
+
+/// One rule of `poison.toml`.
+pub struct Rule {
+    pub id: String,
+    /// Never legitimate: an error, and no overlay can allow it.
+    pub error: bool,
+    pub message: String,
+    pub help: String,
+    matcher: Matcher,
+}
+
+/// The compiled-in rules, read once. The file is part of the source: a unit test proves it
+/// reads, so a mistake in it never reaches a release.
+pub fn rules() -> &'static [Rule] {
+    static RULES_READ: OnceLock<Vec<Rule>> = OnceLock::new();
+    RULES_READ.get_or_init(|| read_rules(RULES).unwrap_or_else(|e| panic!("poison.toml: {e}")))
+}
+
+fn read_rules(text: &str) -> Result<Vec<Rule>, String> {
+    let file: RuleFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut out: Vec<Rule> = Vec::new();
+    for r in file.rule {
+        if out.iter().any(|o| o.id == r.id) {
+            return Err(format!("rule `{}` is defined twice", r.id));
+        }
+        let error = match r.severity.as_str() {
+            "error" => true,
+            "warning" => false,
+            other => return Err(format!("rule `{}`: severity `{other}`", r.id)),
+        };
+        let mut matchers = Vec::new();
+        if let Some(c) = r.chars {
+            matchers.push(Matcher::Chars(c));
+        }
+        if !r.patterns.is_empty() {
+            let compiled = r
+                .patterns
+                .iter()
+                .map(|p| regex::Regex::new(p).map_err(|e| format!("rule `{}`: {e}", r.id)))
+                .collect::<Result<Vec<_>, _>>()?;
+            matchers.push(Matcher::Patterns(compiled));
+        }
+        if let Some(a) = r.anomaly {
+            matchers.push(Matcher::Anomaly(a));
+        }
+        if r.shadowing {
+            matchers.push(Matcher::Shadowing);
+        }
+        if matchers.len() != 1 {
+            return Err(format!("rule `{}` needs exactly one matcher", r.id));
+        }
+        out.push(Rule {
+            id: r.id,
+            error,
+            message: r.message,
+            help: r.help,
+            matcher: matchers.remove(0),
+        });
+    }
+    Ok(out)
+}
+
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    rules().iter().find(|r| r.id == id)
+}
+
+/// A text of a tool that a model or person reads, and where it is.
+struct Text<'a> {
+    pointer: String,
+    /// What it is, for messages: "description", "argument `path`: description".
+    what: String,
+    text: &'a str,
+    /// The tool's own description (the anomaly rule looks at these only).
+    is_description: bool,
+}
+
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The pointer of a field beside the tool's `name` (`/tools/3/name` -> `/tools/3/description`).
+fn sibling(name_pointer: &str, field: &str) -> String {
+    let base = name_pointer.rsplit_once('/').map_or("", |(b, _)| b);
+    format!("{base}/{field}")
+}
+
+fn texts(t: &RawTool) -> Vec<Text<'_>> {
+    let mut out = Vec::new();
+    if !t.description.is_empty() {
+        out.push(Text {
+            pointer: sibling(&t.name_pointer, "description"),
+            what: "description".into(),
+            text: &t.description,
+            is_description: true,
+        });
+    }
+    if let Some(title) = t.annotations.as_ref().and_then(|a| a.title.as_deref()) {
+        out.push(Text {
+            pointer: sibling(&t.name_pointer, "annotations/title"),
+            what: "title".into(),
+            text: title,
+            is_description: false,
+        });
+    }
+    schema_texts(&t.parameters, &t.parameters_pointer, "", &mut out);
+    out
+}
+
+/// Descriptions, titles, enum values, examples, defaults and constants anywhere in a schema.
+fn schema_texts<'a>(v: &'a Value, pointer: &str, arg: &str, out: &mut Vec<Text<'a>>) {
+    let label = |field: &str| {
+        if arg.is_empty() {
+            format!("parameters: {field}")
+        } else {
+            format!("argument `{arg}`: {field}")
+        }
+    };
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map {
+                let here = format!("{pointer}/{}", escape_pointer(k));
+                match (k.as_str(), x) {
+                    ("description" | "title" | "default" | "const", Value::String(s)) => {
+                        out.push(Text {
+                            pointer: here,
+                            what: label(k),
+                            text: s,
+                            is_description: false,
+                        })
+                    }
+                    ("enum" | "examples", Value::Array(items)) => {
+                        for (i, item) in items.iter().enumerate() {
+                            if let Value::String(s) = item {
+                                out.push(Text {
+                                    pointer: format!("{here}/{i}"),
+                                    what: label(&format!("{k} value")),
+                                    text: s,
+                                    is_description: false,
+                                });
+                            }
+                        }
+                    }
+                    ("properties", Value::Object(props)) => {
+                        for (name, sub) in props {
+                            let path = if arg.is_empty() {
+                                name.clone()
+                            } else {
+                                format!("{arg}.{name}")
+                            };
+                            let p = format!("{here}/{}", escape_pointer(name));
+                            // The name itself: models read it, code generators write it.
+                            out.push(Text {
+                                pointer: p.clone(),
+                                what: format!(
+                                    "argument name `{}`",
+                                    crate::diag::escape_controls(&path)
+                                ),
+                                text: name,
+                                is_description: false,
+                            });
+                            schema_texts(sub, &p, &path, out);
+                        }
+                    }
+                    (_, Value::Object(_) | Value::Array(_)) => schema_texts(x, &here, arg, out),
+                    _ => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                schema_texts(x, &format!("{pointer}/{i}"), arg, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Up to [`EVIDENCE_CHARS`] characters around byte range `at` of `text`, on one line.
+fn evidence(text: &str, at: std::ops::Range<usize>) -> String {
+    let start = text[..at.start]
+        .char_indices()
+        .rev()
+        .nth(30)
+        .map_or(0, |(i, _)| i);
+    let mut quoted: String = text[start..].chars().take(EVIDENCE_CHARS).collect();
+    quoted = quoted.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut s = String::new();
+    if start > 0 {
+        s.push('…');
+    }
+    s.push_str(&quoted);
+    if text[start..].chars().count() > EVIDENCE_CHARS {
+        s.push('…');
+    }
+    // Hidden characters are shown as escapes by the diagnostic printer; make them visible in
+    // JSON and SARIF too.
+    crate::diag::escape_controls(&s)
+}
+
+/// Words that make a sentence an order (the shadowing rule looks only at such sentences).
+fn directive() -> &'static regex::Regex {
+    static DIRECTIVE: OnceLock<regex::Regex> = OnceLock::new();
+    DIRECTIVE.get_or_init(|| {
+        regex::Regex::new(
+            r"(?i)\b(must|always|never|instead|do not|don't|required|mandatory|important|whenever)\b",
+        )
+        .expect("a valid pattern")
+    })
+}
+
+/// Names worth looking for in other servers' text: long enough and shaped like a tool name
+/// (a separator or inner capital), so ordinary words never match.
+fn distinctive(name: &str) -> bool {
+    name.len() >= 6
+        && (name.contains(['_', '-', '.']) || name.chars().skip(1).any(|c| c.is_ascii_uppercase()))
+}
+
+/// What the rules find in one text; `median` is the file's median description length.
+fn findings(
+    text: &Text<'_>,
+    file: usize,
+    median: usize,
+    names: &HashMap<&str, Vec<usize>>,
+) -> Vec<(&'static Rule, String)> {
+    let mut found = Vec::new();
+    for rule in rules() {
+        let hit = match &rule.matcher {
+            Matcher::Chars(class) => text
+                .text
+                .char_indices()
+                .find(|(_, c)| class.contains(*c))
+                .map(|(i, c)| {
+                    let n = text.text.chars().filter(|c| class.contains(*c)).count();
+                    format!(
+                        "{n} such character{} from byte {i}, first {}: {}",
+                        if n == 1 { "" } else { "s" },
+                        c.escape_unicode(),
+                        evidence(text.text, i..i + c.len_utf8())
+                    )
+                }),
+            Matcher::Patterns(patterns) => patterns
+                .iter()
+                .find_map(|p| p.find(text.text))
+                .map(|m| evidence(text.text, m.range())),
+            Matcher::Anomaly(a) => {
+                let len = text.text.chars().count();
+                (text.is_description
+                    && median > 0
+                    && len >= a.min_chars
+                    && len as f64 >= a.ratio * median as f64)
+                    .then(|| format!("{len} characters; its file's median is {median}"))
+            }
+            // Another server's tool named in a sentence that gives an order. A name its own
+            // server also defines is the server talking about itself.
+            Matcher::Shadowing => text
+                .text
+                .split(['.', '!', '?', '\n'])
+                .filter(|sentence| directive().is_match(sentence))
+                .find_map(|sentence| {
+                    sentence
+                        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-')))
+                        .find(|w| names.get(w).is_some_and(|files| !files.contains(&file)))
+                        .map(|w| (w, sentence))
+                })
+                .map(|(w, sentence)| {
+                    format!(
+                        "`{}` in \"{}\"",
+                        crate::diag::escape_controls(w),
+                        evidence(sentence, 0..0)
+                    )
+                }),
+        };
+        if let Some(e) = hit {
+            found.push((rule, e));
+        }
+    }
+    found
+}
+
+fn median(mut lens: Vec<usize>) -> usize {
+    if lens.len() < 5 {
+        return 0; // too few siblings to call one an outlier
+    }
+    lens.sort_unstable();
+    lens[lens.len() / 2]
+}
+
+/// Runs the rules over every tool, with the overlay's per-op tuning.
+pub fn check(tools: &[Tool], loaded: &Loaded, lo: &LoadedOverlay, diags: &mut Diagnostics) {
+    check_tuning(lo, diags);
+    let mut lens: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for t in tools {
+        lens.entry(t.raw.file)
+            .or_default()
+            .push(t.raw.description.chars().count());
+    }
+    let medians: BTreeMap<usize, usize> = lens.into_iter().map(|(f, l)| (f, median(l))).collect();
+    // Tool names of third-party files, for the shadowing rule: the files each is defined in.
+    let mut names: HashMap<&str, Vec<usize>> = HashMap::new();
+    for t in tools.iter().filter(|t| t.third_party) {
+        if distinctive(&t.raw.name) {
+            names
+                .entry(t.raw.name.as_str())
+                .or_default()
+                .push(t.raw.file);
+        }
+    }
+    let tuning = |op: &str| {
+        lo.overlay
+            .ops
+            .iter()
+            .find(|(k, _)| k.get_ref() == op)
+            .map(|(_, o)| &o.lint)
+    };
+    for t in tools {
+        let op = t.class.as_ref().map(|c| c.op.as_str());
+        let tuned = op.and_then(tuning);
+        let median = medians.get(&t.raw.file).copied().unwrap_or(0);
+        let no_names = HashMap::new();
+        // Only third-party text is checked for other servers' tool names: a team's own catalog
+        // may well tell the model how its tools fit together.
+        let names = if t.third_party { &names } else { &no_names };
+        for text in texts(&t.raw) {
+            for (rule, evidence) in findings(&text, t.raw.file, median, names) {
+                let level = tuned.and_then(|m| m.get(&rule.id)).map(|l| l.level);
+                let severity = match (rule.error, level) {
+                    (true, _) | (false, Some(LintLevel::Error)) => Severity::Error,
+                    (false, Some(LintLevel::Allow)) => continue,
+                    (false, _) => Severity::Warning,
+                };
+                let code = if rule.error {
+                    Code::PoisonedText
+                } else {
+                    Code::SuspiciousText
+                };
+                let mut d = Diagnostic::new(
+                    code,
+                    format!(
+                        "tool `{}`, {}: {} [{}]: {evidence}",
+                        t.raw.name, text.what, rule.message, rule.id
+                    ),
+                )
+                .at(loaded.loc(t.raw.file, text.pointer.clone()))
+                .help(match op {
+                    Some(op) if !rule.error => format!(
+                        "{}; if it is honest, allow it with a reason: [ops.\"{op}\".lint] {} = {{ level = \"allow\", reason = \"...\" }}",
+                        rule.help, rule.id
+                    ),
+                    _ => rule.help.clone(),
+                })
+                .rule(&rule.id);
+                d.severity = severity;
+                diags.push(d);
+            }
+        }
+    }
+}
+
+/// `[ops."OP".lint]` entries name real rules, give a reason, and never allow an error rule.
+fn check_tuning(lo: &LoadedOverlay, diags: &mut Diagnostics) {
+    for (op, o) in &lo.overlay.ops {
+        for (id, t) in &o.lint {
+            let problem = match rule(id) {
+                None => Some(format!(
+                    "no poisoning rule is called `{id}` (rules: {})",
+                    rules()
+                        .iter()
+                        .map(|r| r.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                Some(r) if r.error && t.level == LintLevel::Allow => Some(format!(
+                    "`{id}` finds what is never legitimate and cannot be allowed"
+                )),
+                Some(_) if t.reason.trim().is_empty() => {
+                    Some(format!("`{id}` is tuned without a reason"))
+                }
+                Some(_) => None,
+            };
+            if let Some(p) = problem {
+                diags.push(
+                    Diagnostic::new(
+                        Code::OverlayInvalid,
+                        format!("[ops.\"{}\".lint]: {p}", op.get_ref()),
+                    )
+                    .at(lo.loc(op.span()))
+                    .help("write `RULE = { level = \"allow\" | \"warning\" | \"error\", reason = \"why\" }` with a rule of the poisoning lint"),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_file_reads_and_every_rule_has_a_matcher() {
+        let r = rules();
+        assert!(r.len() >= 12, "{}", r.len());
+        for id in ["tag-characters", "bidi-controls", "control-characters"] {
+            assert!(rule(id).unwrap().error, "{id} is an error");
+        }
+        assert!(read_rules(
+            "[[rule]]\nid = \"a\"\nseverity = \"warning\"\nmessage = \"m\"\nhelp = \"h\"\n"
+        )
+        .is_err());
+        assert!(read_rules("[[rule]]\nid = \"a\"\nseverity = \"warning\"\nmessage = \"m\"\nhelp = \"h\"\npatterns = [\"(\"]\n").is_err());
+    }
+
+    #[test]
+    fn schema_texts_are_found_with_their_pointers() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "a/b": {"type": "string", "description": "d1", "enum": ["x", 1, "y"]},
+                "n": {"type": "object", "properties": {"m": {"title": "t", "examples": ["e"]}}},
+            },
+        });
+        let mut out = Vec::new();
+        schema_texts(&schema, "/tools/0/inputSchema", "", &mut out);
+        let got: Vec<(String, String, &str)> = out
+            .iter()
+            .map(|t| (t.pointer.clone(), t.what.clone(), t.text))
+            .collect();
+        assert!(got.contains(&(
+            "/tools/0/inputSchema/properties/a~1b/description".into(),
+            "argument `a/b`: description".into(),
+            "d1"
+        )));
+        assert!(got.contains(&(
+            "/tools/0/inputSchema/properties/a~1b/enum/2".into(),
+            "argument `a/b`: enum value".into(),
+            "y"
+        )));
+        assert!(got.contains(&(
+            "/tools/0/inputSchema/properties/n/properties/m/examples/0".into(),
+            "argument `n.m`: examples value".into(),
+            "e"
+        )));
+        assert_eq!(got.len(), 8, "{got:?} (5 texts and 3 argument names)");
+    }
+}

@@ -1,0 +1,435 @@
+//! The poisoning lint (issue 22, item 1): every rule fires on definitions built from published
+//! tool-poisoning examples (tests/bad/poisoning*, sources in their SOURCES.md), each finding
+//! located; the lint stays silent on the repo's catalogs and the real MCP catalogs, and on the
+//! three public collections in tests/catalogs/fleet it raises exactly the findings listed
+//! below, each read and judged; `lint --format sarif` validates against the SARIF 2.1.0 schema.
+
+mod common;
+
+use common::{repo, stderr, toolreg};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// `lint --format json` of `dir`: every finding.
+fn findings(dir: &Path) -> Vec<Value> {
+    let out = toolreg(
+        &repo(),
+        &["lint", "-d", dir.to_str().unwrap(), "--format", "json"],
+    );
+    stderr(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
+fn poison(dir: &Path) -> Vec<Value> {
+    findings(dir)
+        .into_iter()
+        .filter(|d| d["code"] == "TR090" || d["code"] == "TR091")
+        .collect()
+}
+
+fn all_rules() -> BTreeSet<String> {
+    toolreg::compiler::poison::rules()
+        .iter()
+        .map(|r| r.id.clone())
+        .collect()
+}
+
+#[test]
+fn every_rule_fires_on_published_attacks_with_a_location() {
+    let bad = repo().join("tests/bad");
+    let mut found = Vec::new();
+    for case in ["poisoning", "poisoning_third_party"] {
+        found.extend(poison(&bad.join(case)));
+    }
+    // The overlay allows `long-description` for the ledger export (with a reason); without the
+    // overlay it is reported too.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        bad.join("poisoning/tools.json"),
+        tmp.path().join("tools.json"),
+    )
+    .unwrap();
+    let unallowed = poison(tmp.path());
+    assert!(unallowed.iter().any(|d| d["rule"] == "long-description"));
+    assert!(!found.iter().any(|d| d["rule"] == "long-description"));
+    found.extend(unallowed);
+
+    let fired: BTreeSet<String> = found
+        .iter()
+        .map(|d| d["rule"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(fired, all_rules(), "rules that never fire have no test");
+    for d in &found {
+        let loc = &d["location"];
+        assert!(
+            loc["line"].as_u64().is_some() && loc["pointer"].as_str().is_some(),
+            "{d}"
+        );
+        // Hidden characters never reach the output raw.
+        let text = d.to_string();
+        assert!(
+            !d["message"]
+                .as_str()
+                .unwrap()
+                .chars()
+                .any(toolreg::diag::is_unsafe_char),
+            "{text}"
+        );
+    }
+    // Errors for what is never legitimate, warnings for the rest.
+    for d in &found {
+        let error_rule = toolreg::compiler::poison::rule(d["rule"].as_str().unwrap())
+            .unwrap()
+            .error;
+        assert_eq!(d["code"] == "TR090", error_rule, "{d}");
+    }
+
+    // The team's own poisoned file stops the build (and the refused tuning is TR020); the
+    // third-party one is quarantined and the rest builds.
+    let own = toolreg(&repo(), &["lint", "-d", "tests/bad/poisoning"]);
+    assert_eq!(own.status.code(), Some(1));
+    let text = stderr(&own);
+    assert!(text.contains("cannot be allowed") && text.contains("without a reason"));
+    assert!(text.contains("no poisoning rule is called `no-such-rule`"));
+    assert!(!text
+        .chars()
+        .any(|c| c == '\u{1b}' || ('\u{E0000}'..='\u{E007F}').contains(&c)));
+    let third = toolreg(&repo(), &["lint", "-d", "tests/bad/poisoning_third_party"]);
+    assert_eq!(third.status.code(), Some(0), "{}", stderr(&third));
+    assert!(stderr(&third).contains("`get_fact_count` of third-party file"));
+}
+
+/// What the lint raises on the public collections of tests/catalogs/fleet (11,016 tools of about
+/// 1,700 servers and APIs nobody here wrote), each finding read: `(file, tool, rule)`.
+const FLEET_FINDINGS: &[(&str, &str, &str)] = &[
+    // "You MUST use this tool BEFORE any search or fetch": a vendor pushing its tool first.
+    ("livemcp/biomcp.mcp.json", "think", "steer-tool-use"),
+    // 9,809 characters against a median of 140: an SDK manual in a description.
+    (
+        "toolsdk/configcat-mcp-server.mcp.json",
+        "update-sdk-documentation",
+        "long-description",
+    ),
+    // "YOU MUST CALL THIS TOOL FIRST WHENEVER YOU ARE IN A SHOPIFY APP".
+    ("toolsdk/dev-mcp.mcp.json", "get_started", "steer-tool-use"),
+    // 4,637 characters against a median of 443.
+    (
+        "toolsdk/phone-mcp.mcp.json",
+        "interact_with_screen",
+        "long-description",
+    ),
+    // "ALWAYS call this tool first in any workflow".
+    (
+        "toolsdk/picahq-mcp.mcp.json",
+        "list_pica_integrations",
+        "steer-tool-use",
+    ),
+    // "Always run list-sections FIRST ... get_documentation": names another server's tool
+    // (its own is `get-documentation`).
+    (
+        "toolsdk/sveltejs-mcp.mcp.json",
+        "list-sections",
+        "mentions-other-server",
+    ),
+    // A fork's text orders the model around `approve_task_completion`, which another server in
+    // the collection (mcp-taskmanager) defines: the shape of shadowing, honest here.
+    (
+        "toolsdk/taskflow-mcp.mcp.json",
+        "get_next_task",
+        "mentions-other-server",
+    ),
+    (
+        "toolsdk/taskflow-mcp.mcp.json",
+        "mark_task_done",
+        "mentions-other-server",
+    ),
+    // An example output that is a base64 data: URI.
+    (
+        "toolsdk/unreal-mcp.mcp.json",
+        "editor_take_screenshot",
+        "active-link",
+    ),
+    // An 8,018-character agent list pasted into a RapidAPI description (twice, two categories).
+    (
+        "toolbench/business.json",
+        "realtoragentlist_for_realtor_data_api_for_real_estate",
+        "long-description",
+    ),
+    (
+        "toolbench/data.json",
+        "realtoragentlist_for_realtor_api_for_real_estate_data",
+        "long-description",
+    ),
+    // Remote images (i.ibb.co screenshots, sample photos) in RapidAPI descriptions: harmless
+    // intent, but exactly what a renderer fetches.
+    ("toolbench/data.json", "x2y2_get_for_x2y2", "active-link"),
+    (
+        "toolbench/search.json",
+        "reverse_search_by_image_for_webit_image_search",
+        "active-link",
+    ),
+    (
+        "toolbench/search.json",
+        "similar_for_webit_image_search",
+        "active-link",
+    ),
+    // A zero-width space before a URL (a copy-paste leftover).
+    (
+        "toolbench/weather.json",
+        "ocean_conditions_closest_to_latitude_longitude_for_wavebase",
+        "invisible-characters",
+    ),
+];
+
+fn tools_in(dir: &Path) -> usize {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .map(|e| {
+            let v: Value = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+            v.get("tools").unwrap_or(&v).as_array().map_or(0, Vec::len)
+        })
+        .sum()
+}
+
+#[test]
+fn the_lint_is_quiet_on_real_catalogs() {
+    for dir in [
+        "definitions",
+        "examples/universal-agent/definitions",
+        "tests/fixture/definitions",
+        "tests/catalogs/reference-servers",
+        "tests/catalogs/github",
+    ] {
+        let found = poison(&repo().join(dir));
+        assert!(found.is_empty(), "{dir}: {found:#?}");
+    }
+    let fleet = repo().join("tests/catalogs/fleet");
+    let mut got: Vec<(String, String, String)> = Vec::new();
+    let mut tools = 0;
+    for collection in ["livemcp", "toolsdk", "toolbench"] {
+        tools += tools_in(&fleet.join(collection));
+        for d in poison(&fleet.join(collection)) {
+            let file = d["location"]["file"].as_str().unwrap();
+            let file = file
+                .rsplit_once(&format!("{collection}/"))
+                .map_or(file, |(_, f)| f);
+            let message = d["message"].as_str().unwrap();
+            let tool = message
+                .strip_prefix("tool `")
+                .and_then(|m| m.split_once('`'))
+                .map(|(t, _)| t)
+                .unwrap();
+            got.push((
+                format!("{collection}/{file}"),
+                tool.to_string(),
+                d["rule"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    got.sort();
+    let mut want: Vec<(String, String, String)> = FLEET_FINDINGS
+        .iter()
+        .map(|(f, t, r)| (f.to_string(), t.to_string(), r.to_string()))
+        .collect();
+    want.sort();
+    eprintln!(
+        "poisoning lint on {tools} public tools: {} findings, {:.2} per 1,000 tools",
+        got.len(),
+        got.len() as f64 * 1000.0 / tools as f64
+    );
+    assert_eq!(
+        got, want,
+        "a finding on a public catalog changed: read it, then update the list"
+    );
+    assert!(tools > 10_000, "{tools}");
+}
+
+#[test]
+fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
+    let schema: Value = serde_json::from_slice(
+        &std::fs::read(repo().join("tests/sarif/sarif-schema-2.1.0.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft4::new(&schema).expect("the SARIF schema compiles");
+    for case in [
+        "tests/bad/poisoning",
+        "tests/bad/poisoning_third_party",
+        "tests/bad/access",
+    ] {
+        let out = toolreg(&repo(), &["lint", "-d", case, "--format", "sarif"]);
+        let log: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{case}: SARIF on stdout is not JSON: {e}"));
+        let errors: Vec<String> = validator
+            .iter_errors(&log)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{case}: {errors:#?}");
+        let results = log["runs"][0]["results"].as_array().unwrap();
+        assert!(!results.is_empty(), "{case}");
+        for r in results {
+            let rule = &log["runs"][0]["tool"]["driver"]["rules"]
+                [r["ruleIndex"].as_u64().unwrap() as usize];
+            assert!(
+                r["ruleId"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(rule["id"].as_str().unwrap()),
+                "{r}"
+            );
+        }
+        if case.ends_with("poisoning") {
+            assert!(results
+                .iter()
+                .any(|r| r["ruleId"] == "TR090/tag-characters" && r["level"] == "error"));
+            assert!(results
+                .iter()
+                .any(|r| r["ruleId"] == "TR091/instruction-tag"
+                    && r["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64()
+                        > Some(0)));
+        }
+    }
+    // The validator is not a rubber stamp: a log without its version, or with a made-up level,
+    // is refused.
+    let out = toolreg(
+        &repo(),
+        &["lint", "-d", "tests/bad/poisoning", "--format", "sarif"],
+    );
+    let mut log: Value = serde_json::from_slice(&out.stdout).unwrap();
+    log["runs"][0]["results"][0]["level"] = Value::from("fatal");
+    assert!(!validator.is_valid(&log));
+    log.as_object_mut().unwrap().remove("version");
+    assert!(!validator.is_valid(&log));
+}
+
+/// Issue 22, item 2: text that only earns warnings (HTML, links, images in descriptions) and an
+/// overlay summary carrying a terminal escape reach every artifact safely: the published docs
+/// hold no executable HTML and no link or image from a description, no generated file has a
+/// byte below 0x20 other than newline and tab, and `search` and `help` print escapes, not raw
+/// controls.
+#[test]
+fn what_a_build_renders_from_hostile_text_is_inert() {
+    let tmp = tempfile::tempdir().unwrap();
+    let defs = tmp.path().join("defs");
+    std::fs::create_dir_all(&defs).unwrap();
+    let tools = serde_json::json!([
+        {"type": "function", "function": {"name": "fetch_page",
+            "description": "Fetches a page. <script>alert('xss')</script> <img src=x onerror=alert(1)> [click](javascript:alert(1)) ![p](https://collector.example/p.png) <https://collector.example/auto>",
+            "parameters": {"type": "object", "properties": {"url": {"type": "string", "description": "The <b onmouseover=alert(2)>page</b> | [x](javascript:void(0))"}}, "required": ["url"], "additionalProperties": false}}},
+        {"type": "function", "function": {"name": "list_pages", "description": "Lists pages.",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}
+    ]);
+    std::fs::write(defs.join("tools.json"), tools.to_string()).unwrap();
+    std::fs::write(
+        defs.join("toolreg.toml"),
+        "[ops.\"tools.page.list\"]\nsummary = \"Lists pages\\u001b]0;owned\\u0007\\u001b[2J now\"\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("gen");
+    let build = toolreg(
+        &repo(),
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(build.status.success(), "{}", stderr(&build));
+    assert!(stderr(&build).contains("TR091"), "the lint warned");
+
+    // No generated file carries a raw control byte.
+    let mut files = 0;
+    for e in walkdir::WalkDir::new(&out)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        if !e.file_type().is_file() {
+            continue;
+        }
+        files += 1;
+        let bytes = std::fs::read(e.path()).unwrap();
+        let bad = bytes
+            .iter()
+            .position(|b| *b < 0x20 && *b != b'\n' && *b != b'\t');
+        assert!(
+            bad.is_none(),
+            "{}: control byte at {bad:?}",
+            e.path().display()
+        );
+    }
+    assert!(files > 10, "{files}");
+    let page = std::fs::read_to_string(out.join("docs/src/pages/page/pages.page.list.md"))
+        .or_else(|_| {
+            // The op's page path depends on inference; find it.
+            walkdir::WalkDir::new(out.join("docs/src"))
+                .into_iter()
+                .filter_map(Result::ok)
+                .find(|e| e.file_name().to_string_lossy().ends_with("page.list.md"))
+                .map(|e| std::fs::read_to_string(e.path()).unwrap())
+                .ok_or(())
+        })
+        .expect("the list page");
+    assert!(page.contains("\\u{1b}"), "the escape shows as text: {page}");
+
+    // The published site: mdBook renders the pages; no description HTML, link or image is live.
+    let site = tmp.path().join("site");
+    let mdbook = repo().join("target/ci-tools/bin/mdbook");
+    assert!(
+        mdbook.exists(),
+        "scripts/test installs mdBook into target/ci-tools"
+    );
+    let o = std::process::Command::new(mdbook)
+        .arg("build")
+        .arg(out.join("docs"))
+        .arg("-d")
+        .arg(&site)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut html = String::new();
+    for e in walkdir::WalkDir::new(&site)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        if e.path().extension().is_some_and(|x| x == "html") {
+            html.push_str(&std::fs::read_to_string(e.path()).unwrap());
+        }
+    }
+    for live in [
+        "<script>alert",
+        "<img src=x",
+        "<b onmouseover",
+        "href=\"javascript:",
+        "src=\"https://collector.example",
+        "href=\"https://collector.example/auto",
+    ] {
+        assert!(!html.contains(live), "the site holds `{live}`");
+    }
+    assert!(html.contains("&lt;script&gt;alert"), "shown as text");
+    assert!(
+        html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "shown as text"
+    );
+
+    // Terminal output: search and help print the summary with its escapes written out.
+    let reg = out.join("registry.json");
+    let reg = reg.to_str().unwrap();
+    for args in [
+        vec!["search", "list pages", "--registry", reg],
+        vec!["help", "tools.page.list", "--registry", reg],
+    ] {
+        let o = toolreg(&repo(), &args);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("Lists pages"), "{args:?}: {text}");
+    }
+}
