@@ -544,19 +544,37 @@ impl IntoIterator for Diagnostics {
 }
 
 /// Whether a character must not reach a terminal as it is: C0 and C1 controls, DEL, the bidi
-/// controls that reorder what a reader sees, and the invisible characters that hide text.
+/// controls that reorder what a reader sees, the invisible characters that hide text, and the
+/// separators that break a line without looking like it.
 pub fn is_unsafe_char(c: char) -> bool {
     c.is_control()
-        || matches!(
-            c,
-            // Bidi embeddings, overrides, isolates and marks (text that reads otherwise than it is).
-            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
-            // Zero-width characters and separators that break a line without looking like it.
-            | '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{180E}' | '\u{2028}' | '\u{2029}'
-            // Tag characters (invisible ASCII, used to hide instructions) and the supplementary
-            // variation selectors (used to smuggle bytes).
-            | '\u{E0000}'..='\u{E007F}' | '\u{E0100}'..='\u{E01EF}'
-        )
+        || is_bidi_control(c)
+        || is_invisible(c)
+        || is_tag_char(c)
+        || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// Bidi embeddings, overrides, isolates and marks (text that reads otherwise than it is).
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+    )
+}
+
+/// Zero-width characters, word joiners and invisible operators, and the supplementary
+/// variation selectors (used to smuggle bytes).
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{180E}'
+            | '\u{E0100}'..='\u{E01EF}'
+    )
+}
+
+/// Tag characters: invisible ASCII, used to hide instructions.
+pub fn is_tag_char(c: char) -> bool {
+    matches!(c, '\u{E0000}'..='\u{E007F}')
 }
 
 /// JSON text with every unsafe character that is not already escaped (DEL, C1, bidi,

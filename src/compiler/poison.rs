@@ -53,20 +53,15 @@ pub enum CharClass {
 }
 
 impl CharClass {
+    /// The classes are diag's, which escapes the same characters wherever text is printed.
     pub fn contains(self, c: char) -> bool {
+        use crate::diag::{is_bidi_control, is_invisible, is_tag_char};
         match self {
-            CharClass::Tag => matches!(c, '\u{E0000}'..='\u{E007F}'),
-            CharClass::Bidi => matches!(
-                c,
-                '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
-            ),
+            CharClass::Tag => is_tag_char(c),
+            CharClass::Bidi => is_bidi_control(c),
             // Newline, tab and carriage return are ordinary text.
             CharClass::Control => c.is_control() && !matches!(c, '\n' | '\t' | '\r'),
-            CharClass::Invisible => matches!(
-                c,
-                '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{180E}'
-                    | '\u{E0100}'..='\u{E01EF}'
-            ),
+            CharClass::Invisible => is_invisible(c),
         }
     }
 }
@@ -391,18 +386,18 @@ pub fn check(tools: &[Tool], loaded: &Loaded, lo: &LoadedOverlay, diags: &mut Di
                 .push(t.raw.file);
         }
     }
-    let tuning = |op: &str| {
-        lo.overlay
-            .ops
-            .iter()
-            .find(|(k, _)| k.get_ref() == op)
-            .map(|(_, o)| &o.lint)
-    };
+    let tuning: HashMap<&str, &BTreeMap<String, super::overlay::LintTuning>> = lo
+        .overlay
+        .ops
+        .iter()
+        .filter(|(_, o)| !o.lint.is_empty())
+        .map(|(k, o)| (k.get_ref().as_str(), &o.lint))
+        .collect();
+    let no_names = HashMap::new();
     for t in tools {
         let op = t.class.as_ref().map(|c| c.op.as_str());
-        let tuned = op.and_then(tuning);
+        let tuned = op.and_then(|op| tuning.get(op));
         let median = medians.get(&t.raw.file).copied().unwrap_or(0);
-        let no_names = HashMap::new();
         // Only third-party text is checked for other servers' tool names: a team's own catalog
         // may well tell the model how its tools fit together.
         let names = if t.third_party { &names } else { &no_names };
