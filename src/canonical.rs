@@ -48,7 +48,7 @@ pub fn to_pretty(v: &Value) -> String {
 }
 
 /// The registry as canonical JSON, serialized one op at a time so a 10,000-op registry is never
-/// held twice as a `serde_json::Value`. `Hashed` drops `registry_version` and every op's `source`
+/// held twice as a `serde_json::Value`. `Hashed` drops `registry_version` and every op's `source` and `pin`
 /// and sorts keys everywhere; `Artifact` keeps them and keeps parameter schemas in declared order.
 pub enum RegistryForm {
     Hashed,
@@ -169,6 +169,7 @@ impl serde::Serialize for Ops<'_> {
             if self.hashed {
                 if let Some(o) = v.as_object_mut() {
                     o.remove("source");
+                    o.remove("pin");
                 }
             }
             map.serialize_entry(op, &sort_keys_except(&v, self.keep))?;

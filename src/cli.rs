@@ -114,6 +114,10 @@ enum Command {
         /// Diagnostics format on stderr
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Start a `toolreg.lock` in a folder without an overlay (one with `toolreg.toml` or a
+        /// lock always keeps its lock current)
+        #[arg(long)]
+        lock: bool,
     },
     /// Exit 1 unless the output folder is exactly what `build` would write
     Check {
@@ -457,6 +461,73 @@ fn say_quarantined(reg: &toolreg::Registry) {
     );
 }
 
+/// Brings `toolreg.lock` up to date after a build, saying what changed (its diff is what a
+/// reviewer approves). False when it could not be written (reported).
+fn update_lock(defs: &std::path::Path, reg: &toolreg::Registry) -> bool {
+    use toolreg::trust::lock::{self, Lock, LockDiff};
+    let now = Lock::of(reg, defs);
+    let before = lock::Lock::read(defs).ok().flatten().unwrap_or_default();
+    match lock::write(defs, &now) {
+        Ok(false) => true,
+        Ok(true) if before.tools.is_empty() => {
+            eprintln!(
+                "{}: {} tool{} pinned; review and commit it",
+                display(&lock::path(defs)),
+                now.tools.len(),
+                if now.tools.len() == 1 { "" } else { "s" },
+            );
+            true
+        }
+        Ok(true) => {
+            let d = LockDiff::between(&before, &now);
+            eprintln!(
+                "{}: {} tool{} pinned; review and commit the change:\n{}",
+                display(&lock::path(defs)),
+                now.tools.len(),
+                if now.tools.len() == 1 { "" } else { "s" },
+                d.render().trim_end()
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
+/// Whether the definitions' `toolreg.lock` pins exactly what they compile to; when not, says
+/// what differs. A folder that keeps no lock (zero-config, no lock) is current.
+fn lock_is_current(defs: &std::path::Path, reg: &toolreg::Registry) -> bool {
+    use toolreg::trust::lock::{self, Lock, LockDiff};
+    let path = lock::path(defs);
+    let fix = format!(
+        "run `toolreg build --definitions {}`, review the change to the lock and commit it",
+        display(defs)
+    );
+    let now = Lock::of(reg, defs);
+    match Lock::read(defs) {
+        Ok(Some(approved)) if approved == now => true,
+        Ok(Some(approved)) => {
+            eprint!(
+                "error: `{}` is stale: the definitions differ from what was approved\n{}  help: {fix}\n",
+                display(&path),
+                LockDiff::between(&approved, &now).render()
+            );
+            false
+        }
+        Ok(None) if !lock::wanted(defs) => true,
+        Ok(None) => {
+            eprintln!("error: `{}` is missing\n  help: {fix}", display(&path));
+            false
+        }
+        Err(e) => {
+            eprintln!("error: {e}\n  help: {fix}");
+            false
+        }
+    }
+}
+
 fn display(p: &std::path::Path) -> String {
     p.to_string_lossy()
         .replace('\\', "/")
@@ -474,7 +545,12 @@ pub fn run() -> ExitCode {
         crate::batch_allocator();
     }
     match cli.command {
-        Command::Build { defs, out, format } => {
+        Command::Build {
+            defs,
+            out,
+            format,
+            lock,
+        } => {
             out.warn_unused_model();
             let g = generate_opts(
                 &defs.definitions,
@@ -521,6 +597,11 @@ pub fn run() -> ExitCode {
                         display(&out.out)
                     );
                     say_quarantined(reg);
+                    if (lock || toolreg::trust::lock::wanted(&defs.definitions))
+                        && !update_lock(&defs.definitions, reg)
+                    {
+                        return ExitCode::from(2);
+                    }
                     if r.kept.is_empty() {
                         ExitCode::SUCCESS
                     } else {
@@ -558,7 +639,12 @@ pub fn run() -> ExitCode {
                 show(&vec![*d].into(), format, true);
                 return ExitCode::from(2);
             }
+            let lock_current = match &g.compiled.registry {
+                Some(reg) => lock_is_current(&defs.definitions, reg),
+                None => true,
+            };
             match output::check(&out.out, &files, Ownership::Folder) {
+                Ok(report) if report.is_clean() && !lock_current => ExitCode::from(1),
                 Ok(report) if report.is_clean() => {
                     eprintln!(
                         "`{}` is up to date ({} files)",

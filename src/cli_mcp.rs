@@ -157,6 +157,11 @@ pub struct ServeArgs {
     /// the arguments, never their values) to FILE, or to stderr with `-`
     #[arg(long, value_name = "FILE")]
     audit: Option<String>,
+    /// What to do with a tool an upstream changed since the build (checked when it starts and
+    /// when it announces a new tool list): `refuse` its calls (UPSTREAM_TOOL_CHANGED), or
+    /// `warn` and forward them
+    #[arg(long, value_name = "MODE", default_value = "refuse")]
+    drift: toolreg::serve::drift::DriftMode,
     /// Serve Prometheus metrics at http://ADDR/metrics (a listener of its own)
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
@@ -324,6 +329,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         hybrid: args.ranking.choice(),
         approvals: None,
         observer,
+        drift: args.drift,
     };
     if let Err(e) = crate::cli::settle_folder(&args.registry) {
         eprintln!("error: {e}");

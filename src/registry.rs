@@ -171,6 +171,19 @@ pub struct OpRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<McpAnnotations>,
     pub source: Source,
+    /// What the tool's source said, pinned (see `trust::pin`): `toolreg.lock` records it, and
+    /// `serve` compares an upstream's live tools with it. Not part of the version hash (like
+    /// `source`, it says where the op came from, not what it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<ToolPin>,
+}
+
+/// The digests of a tool definition as its source wrote it: the whole (`b3:` and 64 hex
+/// digits) and each part (`description`, `inputSchema`, ...: `b3:` and 16 hex digits).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolPin {
+    pub digest: String,
+    pub parts: BTreeMap<String, String>,
 }
 
 impl Arg {

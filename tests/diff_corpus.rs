@@ -69,6 +69,41 @@ fn every_code_has_a_pair_and_each_pair_gives_its_code() {
 }
 
 #[test]
+fn security_findings_gate_and_come_first_and_an_honest_edit_does_not() {
+    let pair = |case: &str| {
+        let dir = common::repo().join("tests/diff").join(case);
+        diff(&build(&dir.join("old")), &build(&dir.join("new")), false)
+    };
+    for case in ["TD050_poisoned_text", "TD051_widened", "TD052_lookalike"] {
+        let report = pair(case);
+        // `--fail-on security` exits 1 exactly when this holds.
+        assert!(report.has(Level::Security), "{case}");
+        let md = render::markdown(&report);
+        assert!(
+            md.contains("**Security-relevant changes: review them first.**"),
+            "{md}"
+        );
+        let first_row = md
+            .lines()
+            .find(|l| l.starts_with("| ") && !l.starts_with("| level") && !l.starts_with("| ---"))
+            .unwrap();
+        assert!(first_row.starts_with("| security | TD05"), "{case}: {md}");
+        // Catalog text never opens an HTML tag in the pull-request comment.
+        assert!(!md.contains("<IMPORTANT>"), "{md}");
+    }
+    // Rewording a description, adding an op with an unremarkable name, or a constrained
+    // argument on a read op is not a security finding.
+    for case in ["TD020_text_changed", "TD030_op_added", "TD032_enum_widened"] {
+        let report = pair(case);
+        assert!(
+            !report.has(Level::Security),
+            "{case}: {}",
+            render::text(&report)
+        );
+    }
+}
+
+#[test]
 fn formats_and_exit_codes() {
     let dir = common::repo().join("tests/diff/TD004_required_added");
     let tmp = tempfile::tempdir().unwrap();

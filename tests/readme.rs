@@ -65,6 +65,7 @@ fn the_mcp_server_error_codes_are_documented() {
         codes::UPSTREAM_UNAVAILABLE,
         codes::UPSTREAM_TIMEOUT,
         codes::UPSTREAM_TOO_LARGE,
+        codes::UPSTREAM_TOOL_CHANGED,
     ] {
         assert!(
             text.contains(&format!("| `{code}` |")),

@@ -102,6 +102,7 @@ pub fn assemble(
                 index: t.raw.index,
                 pointer: t.raw.pointer,
             },
+            pin: Some(t.raw.pin),
         };
         ops.insert(record.op.clone(), record);
     }

@@ -41,6 +41,8 @@ pub struct RawTool {
     pub parameters: Value,
     pub parameters_pointer: String,
     pub annotations: Option<McpAnnotations>,
+    /// The entry's pin (see [`crate::trust::pin`]), taken before anything is interpreted.
+    pub pin: crate::registry::ToolPin,
 }
 
 /// Everything read from a definitions folder.
@@ -440,6 +442,8 @@ fn read_entry(
         return None;
     };
 
+    // Pinned as written, before anything below takes the entry apart.
+    let pin = crate::trust::pin::pin(&body);
     let name_pointer = format!("{body_ptr}/name");
     let name = match body.remove("name") {
         Some(Value::String(s)) if !s.trim().is_empty() => s,
@@ -551,6 +555,7 @@ fn read_entry(
         parameters,
         parameters_pointer,
         annotations,
+        pin,
     })
 }
 

@@ -366,6 +366,51 @@ fn median(mut lens: Vec<usize>) -> usize {
     lens[lens.len() / 2]
 }
 
+/// A text one of the rules flags, as `diff` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Flag {
+    /// The rule's id.
+    pub rule: String,
+    /// JSON pointer into an op record (`/description`, `/parameters_schema/properties/x/...`).
+    pub pointer: String,
+    /// Which text: "description", "argument `path`: description".
+    pub what: String,
+    pub message: String,
+    /// The flagged stretch, escaped.
+    pub evidence: String,
+}
+
+/// What the rules flag in an op's description and parameters schema, with every rule that
+/// needs no context (the outsized-description and other-servers'-names rules compare a tool
+/// with its siblings, which a single op record does not have).
+pub fn flagged(description: &str, schema: &Value) -> Vec<Flag> {
+    let mut texts = Vec::new();
+    if !description.is_empty() {
+        texts.push(Text {
+            pointer: "/description".into(),
+            what: "description".into(),
+            text: description,
+            is_description: true,
+        });
+    }
+    schema_texts(schema, "/parameters_schema", "", &mut texts);
+    let no_names = HashMap::new();
+    let mut out = Vec::new();
+    for text in &texts {
+        // A median of 0 turns the anomaly rule off; no names, the shadowing rule.
+        for (rule, evidence) in findings(text, 0, 0, &no_names) {
+            out.push(Flag {
+                rule: rule.id.clone(),
+                pointer: text.pointer.clone(),
+                what: text.what.clone(),
+                message: rule.message.clone(),
+                evidence,
+            });
+        }
+    }
+    out
+}
+
 /// Runs the rules over every tool, with the overlay's per-op tuning.
 pub fn check(tools: &[Tool], loaded: &Loaded, lo: &LoadedOverlay, diags: &mut Diagnostics) {
     check_tuning(lo, diags);

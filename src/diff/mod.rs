@@ -11,6 +11,7 @@
 
 pub mod cache;
 pub mod render;
+pub mod security;
 
 use crate::registry::{Kind, OpRecord, Registry};
 use serde::Serialize;
@@ -89,6 +90,9 @@ diff_codes! {
     UpstreamAdded = "TD040", Security, "an upstream MCP server was added: a command or URL that `serve` and `import --check` would run";
     UpstreamChanged = "TD041", Security, "an upstream's command, arguments, environment names, URL, secret headers or roots changed";
     UpstreamRemoved = "TD042", Info, "an upstream MCP server was removed";
+    PoisonedText = "TD050", Security, "text the poisoning lint flags was added or altered in what a model reads";
+    Widened = "TD051", Security, "a tool can do more: read became write, it became destructive, a read op gained a free-text argument, or its arguments were opened";
+    Lookalike = "TD052", Security, "an added tool's name looks like another tool's (look-alike characters, or one edit from a tool removed in the same change)";
 }
 
 impl fmt::Display for DiffCode {
@@ -184,6 +188,7 @@ pub fn findings(old: &Registry, new: &Registry) -> Vec<Finding> {
         }
     }
     compare_upstreams(old, new, &mut out);
+    security::findings(old, new, &mut out);
     out.sort();
     out.dedup();
     out

@@ -55,7 +55,10 @@ pub fn json(r: &Report) -> String {
 }
 
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    // Catalog text reaches a pull-request page: no cell may open an HTML tag there.
+    s.replace('|', "\\|")
+        .replace('\n', " ")
+        .replace('<', "&lt;")
 }
 
 /// A pull-request comment: counts, a table of findings (security, then breaking first), the

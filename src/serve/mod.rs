@@ -10,6 +10,7 @@
 //! faults (an unknown tool name).
 
 pub mod auth;
+pub mod drift;
 pub mod http;
 #[cfg(feature = "oauth")]
 pub mod oauth;
@@ -54,6 +55,9 @@ pub mod codes {
     pub const UPSTREAM_TIMEOUT: &str = "UPSTREAM_TIMEOUT";
     /// The upstream sent a message over the size limit (16 MiB): its session was ended.
     pub const UPSTREAM_TOO_LARGE: &str = "UPSTREAM_TOO_LARGE";
+    /// The upstream's live definition of the tool differs from the compiled one (the drift
+    /// gate): the call was not forwarded.
+    pub const UPSTREAM_TOOL_CHANGED: &str = "UPSTREAM_TOOL_CHANGED";
 }
 
 /// Which generated surface the server lists.
@@ -112,6 +116,8 @@ pub struct ServeOptions {
     pub approvals: Option<crate::trust::Approvals>,
     /// Metrics and the audit log.
     pub observer: observe::Observer,
+    /// What to do with a tool an upstream changed after the build (`--drift`).
+    pub drift: drift::DriftMode,
 }
 
 /// The idempotency store `--idempotency` names: `memory` (the runtime's default, this process
@@ -186,9 +192,6 @@ impl Server {
         surface: &SurfaceChoice,
         store: Option<Arc<dyn IdempotencyStore>>,
     ) -> Result<Server, ServeError> {
-        // Which fields exist depends on the features: without `semantic`, `store` is all of
-        // them and the update is needless.
-        #[allow(clippy::needless_update)]
         let options = ServeOptions {
             store,
             ..ServeOptions::default()
@@ -238,11 +241,20 @@ impl Server {
         }
         let tools = read_surface(&surface_file(dir, surface)?, &reg.registry_version)?;
         let version = reg.registry_version.clone();
+        let owned = upstream_ops(&reg);
+        let mut approved: std::collections::BTreeMap<_, std::collections::BTreeMap<_, _>> =
+            Default::default();
+        for (op, (upstream, tool)) in &owned {
+            approved
+                .entry(upstream.clone())
+                .or_default()
+                .insert(tool.clone(), reg.ops[op].pin.clone());
+        }
         let pool = Arc::new(Pool::with_metrics(
             reg.upstreams.clone(),
+            drift::DriftGate::new(options.drift, approved),
             Arc::clone(&options.observer.metrics),
         ));
-        let owned = upstream_ops(&reg);
         let upstream_of = owned
             .iter()
             .map(|(op, (up, _))| (op.clone(), up.clone()))
@@ -529,9 +541,18 @@ impl Server {
             {
                 let mut result = forwarded;
                 let mut meta = result.meta.take().unwrap_or_default();
+                let mut warnings = envelope.meta.warnings.clone();
+                if let Some(w) = envelope
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.get(DRIFT_WARNING))
+                    .and_then(Value::as_str)
+                {
+                    warnings.push(w.to_string());
+                }
                 meta.0.insert(
                     "toolreg".into(),
-                    json!({"op": envelope.op, "trace_id": envelope.meta.trace_id, "warnings": envelope.meta.warnings, "registry_version": self.inner.version}),
+                    json!({"op": envelope.op, "trace_id": envelope.meta.trace_id, "warnings": warnings, "registry_version": self.inner.version}),
                 );
                 result.meta = Some(meta);
                 return result;
@@ -576,6 +597,8 @@ fn outcome(tool: &str, answer: &Result<CallToolResult, ErrorData>) -> (String, S
 
 /// The key under which a forwarding handler returns the upstream's result.
 const FORWARDED: &str = "mcp_result";
+/// The key of the drift gate's warning beside it (`--drift warn`).
+const DRIFT_WARNING: &str = "drift_warning";
 
 async fn forward(
     pool: &Pool,
@@ -587,11 +610,14 @@ async fn forward(
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    let result = pool.call(upstream, tool, args).await?;
+    let (result, drift_warning) = pool.call(upstream, tool, args).await?;
     let value = serde_json::to_value(&result).map_err(|e| {
         HandlerError::internal(format!("the upstream's result did not serialize: {e}"))
     })?;
-    Ok(json!({ FORWARDED: value }))
+    Ok(match drift_warning {
+        Some(w) => json!({ FORWARDED: value, DRIFT_WARNING: w }),
+        None => json!({ FORWARDED: value }),
+    })
 }
 
 fn json_result(v: &impl serde::Serialize, is_error: bool) -> CallToolResult {

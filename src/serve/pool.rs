@@ -1,8 +1,10 @@
 //! One long-lived session per upstream, started on first use (or all at once with `--eager`).
 //! A session that dies is reported as UPSTREAM_UNAVAILABLE on the call that saw it and started
 //! again for the next call; repeated start failures back off (0.25 s doubling, at most 10 s).
+//! Every session's tools pass the drift gate ([`super::drift`]) before any call is forwarded.
 
 use super::codes::{UPSTREAM_TIMEOUT, UPSTREAM_TOO_LARGE, UPSTREAM_UNAVAILABLE};
+use super::drift::{DriftGate, Verdicts};
 use crate::registry::Upstream;
 use crate::runtime::HandlerError;
 use crate::upstream::{Session, UpstreamError};
@@ -19,6 +21,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 #[derive(Default)]
 struct Slot {
     session: Option<Arc<Session>>,
+    /// What the drift gate found in the session's latest tool listing.
+    verdicts: Arc<Verdicts>,
     /// Start failures in a row.
     failures: u32,
     /// No new start before this moment.
@@ -29,16 +33,18 @@ pub struct Pool {
     specs: BTreeMap<String, Upstream>,
     slots: BTreeMap<String, Mutex<Slot>>,
     metrics: Arc<super::observe::Metrics>,
+    gate: DriftGate,
 }
 
 impl Pool {
-    pub fn new(specs: BTreeMap<String, Upstream>) -> Pool {
-        Self::with_metrics(specs, Arc::default())
+    pub fn new(specs: BTreeMap<String, Upstream>, gate: DriftGate) -> Pool {
+        Self::with_metrics(specs, gate, Arc::default())
     }
 
     /// A pool that counts its session starts in `metrics`.
     pub fn with_metrics(
         specs: BTreeMap<String, Upstream>,
+        gate: DriftGate,
         metrics: Arc<super::observe::Metrics>,
     ) -> Pool {
         let slots = specs
@@ -49,6 +55,7 @@ impl Pool {
             specs,
             slots,
             metrics,
+            gate,
         }
     }
 
@@ -61,7 +68,9 @@ impl Pool {
         }
     }
 
-    async fn session(&self, name: &str) -> Result<Arc<Session>, HandlerError> {
+    /// The running session of `name` (started when there is none) and what the drift gate
+    /// found in its tools, listed again first when the server said they changed.
+    async fn session(&self, name: &str) -> Result<(Arc<Session>, Arc<Verdicts>), HandlerError> {
         let (Some(spec), Some(slot)) = (self.specs.get(name), self.slots.get(name)) else {
             return Err(HandlerError::new(
                 UPSTREAM_UNAVAILABLE,
@@ -69,9 +78,19 @@ impl Pool {
             ));
         };
         let mut slot = slot.lock().await;
-        if let Some(s) = &slot.session {
+        if let Some(s) = slot.session.clone() {
             if !s.is_closed() {
-                return Ok(Arc::clone(s));
+                if s.take_tools_changed() {
+                    match self.list_and_judge(name, &s).await {
+                        Ok(v) => slot.verdicts = v,
+                        Err(e) => {
+                            // Unverifiable: nothing is forwarded until a listing succeeds.
+                            slot.session = None;
+                            return Err(e);
+                        }
+                    }
+                }
+                return Ok((s, Arc::clone(&slot.verdicts)));
             }
             // It died between calls: this call is the one that saw it.
             slot.session = None;
@@ -93,14 +112,22 @@ impl Pool {
                 ));
             }
         }
-        match Session::start(name, spec).await {
+        let started = match Session::start(name, spec).await {
             Ok(s) => {
                 self.metrics.upstream_started(name);
                 let s = Arc::new(s);
+                // A listing that fails leaves the tools unverified: the start fails.
+                self.list_and_judge(name, &s).await.map(|v| (s, v))
+            }
+            Err(e) => Err(from_upstream(name, e)),
+        };
+        match started {
+            Ok((s, verdicts)) => {
                 slot.session = Some(Arc::clone(&s));
+                slot.verdicts = Arc::clone(&verdicts);
                 slot.failures = 0;
                 slot.not_before = None;
-                Ok(s)
+                Ok((s, verdicts))
             }
             Err(e) => {
                 slot.failures += 1;
@@ -108,21 +135,42 @@ impl Pool {
                     .saturating_mul(1 << (slot.failures - 1).min(6))
                     .min(MAX_BACKOFF);
                 slot.not_before = Some(Instant::now() + backoff);
-                Err(from_upstream(name, e))
+                Err(e)
             }
         }
     }
 
-    /// Calls `tool` on `upstream`. A dead session is dropped so the next call starts a new one.
+    /// Lists a session's tools and has the drift gate judge them.
+    async fn list_and_judge(
+        &self,
+        name: &str,
+        session: &Session,
+    ) -> Result<Arc<Verdicts>, HandlerError> {
+        // A notification that arrives while this listing runs is seen by the next call.
+        session.take_tools_changed();
+        let listed = session.list_tools().await.map_err(|e| {
+            let mut err = from_upstream(name, e);
+            err.message = format!(
+                "{}; its tools could not be listed to check them against the build, so nothing is forwarded to it",
+                err.message
+            );
+            err
+        })?;
+        Ok(Arc::new(self.gate.judge(name, &session.server, &listed)))
+    }
+
+    /// Calls `tool` on `upstream` if the drift gate admits it (with its warning, if any). A
+    /// dead session is dropped so the next call starts a new one.
     pub async fn call(
         &self,
         upstream: &str,
         tool: &str,
         args: Map<String, Value>,
-    ) -> Result<CallToolResult, HandlerError> {
-        let session = self.session(upstream).await?;
+    ) -> Result<(CallToolResult, Option<String>), HandlerError> {
+        let (session, verdicts) = self.session(upstream).await?;
+        let warning = self.gate.admit(upstream, tool, &verdicts)?;
         match session.call(tool, args).await {
-            Ok(r) => Ok(r),
+            Ok(r) => Ok((r, warning)),
             Err(e) => {
                 if !e.is_timeout() || session.is_closed() {
                     let mut slot = self.slots[upstream].lock().await;

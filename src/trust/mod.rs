@@ -9,6 +9,8 @@
 //! refused, and every URL toolreg prints is redacted.
 
 pub mod approvals;
+pub mod lock;
+pub mod pin;
 pub mod secrets;
 
 pub use approvals::{launch_digest, launch_line, ApprovalError, Approvals, Unapproved};

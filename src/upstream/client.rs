@@ -97,6 +97,9 @@ fn refused(message: String) -> ErrorData {
 pub(crate) struct GatewayClient {
     roots: Vec<Root>,
     pub(crate) relay: Arc<Relay>,
+    /// Set when the server sends `notifications/tools/list_changed`; `serve` lists its tools
+    /// again before the next call (the drift gate).
+    pub(crate) tools_changed: Arc<std::sync::atomic::AtomicBool>,
     /// How long the downstream client may take to answer a forwarded request.
     answer_within: Duration,
 }
@@ -116,6 +119,7 @@ impl GatewayClient {
                 })
                 .collect(),
             relay: Arc::default(),
+            tools_changed: Arc::default(),
             answer_within,
         }
     }
@@ -163,6 +167,10 @@ impl ClientHandler for GatewayClient {
             capabilities,
             Implementation::new("toolreg", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::SeqCst);
     }
 
     async fn list_roots(

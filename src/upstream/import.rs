@@ -286,12 +286,78 @@ pub struct Drift {
     pub removed: Vec<String>,
     /// Tool name -> the parts that changed (`description`, `inputSchema`, `annotations`, ...).
     pub changed: BTreeMap<String, Vec<String>>,
+    /// The live tools as `toolreg.lock` sees them: every tool whose live definition is not the
+    /// approved one (`None`: the folder has no lock, so nothing was approved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against_lock: Option<Vec<LockFinding>>,
+}
+
+/// A live tool whose definition is not the one `toolreg.lock` approved.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LockFinding {
+    pub tool: String,
+    /// `changed` (with `parts`), `unapproved` (not in the lock) or `removed` (locked, no longer
+    /// listed).
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
+    /// The lock's digest and the live one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<String>,
 }
 
 impl Drift {
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.changed.is_empty()
+            && self.against_lock.as_ref().is_none_or(Vec::is_empty)
     }
+}
+
+/// Compares live tools with the pins `toolreg.lock` holds for their upstream.
+pub fn against_lock(
+    approved: &BTreeMap<String, crate::registry::ToolPin>,
+    live: &[Value],
+) -> Vec<LockFinding> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for t in live {
+        let name = tool_name(t).to_string();
+        let now = crate::trust::pin::pin_value(t).unwrap_or_default();
+        seen.insert(name.clone());
+        match approved.get(&name) {
+            Some(p) if p.digest == now.digest => {}
+            Some(p) => out.push(LockFinding {
+                parts: crate::trust::pin::changed_parts(p, &now),
+                tool: name,
+                status: "changed",
+                approved: Some(p.digest.clone()),
+                live: Some(now.digest),
+            }),
+            None => out.push(LockFinding {
+                tool: name,
+                status: "unapproved",
+                parts: Vec::new(),
+                approved: None,
+                live: Some(now.digest),
+            }),
+        }
+    }
+    for (name, p) in approved {
+        if !seen.contains(name) {
+            out.push(LockFinding {
+                tool: name.clone(),
+                status: "removed",
+                parts: Vec::new(),
+                approved: Some(p.digest.clone()),
+                live: None,
+            });
+        }
+    }
+    out
 }
 
 /// Compares two tool lists by name and by each field of a tool.
@@ -307,6 +373,7 @@ pub fn drift(upstream: &str, committed: &[Value], live: &[Value]) -> Drift {
         upstream: upstream.into(),
         ..Default::default()
     };
+    // (`against_lock` is filled by `check`, which reads the lock.)
     for (name, tool) in &new {
         match old.get(name) {
             None => d.added.push(name.clone()),
@@ -351,6 +418,10 @@ pub fn committed_tools(defs: &Path, upstream: &Upstream) -> Result<Vec<Value>, I
 pub async fn check(defs: &Path) -> Result<Vec<Drift>, ImportError> {
     let recorded = recorded_upstreams(defs)?;
     crate::trust::Approvals::load_default()?.refuse_unapproved(&recorded)?;
+    let lock = crate::trust::lock::Lock::read(defs).map_err(|e| ImportError::File {
+        path: crate::trust::lock::path(defs).display().to_string(),
+        message: e.to_string(),
+    })?;
     let mut out = Vec::new();
     for (name, spec) in recorded {
         let committed = committed_tools(defs, &spec)?;
@@ -359,7 +430,11 @@ pub async fn check(defs: &Path) -> Result<Vec<Drift>, ImportError> {
         session.shutdown().await;
         // Tools the import leaves out are not drift.
         let (live, _) = usable_tools(live?);
-        out.push(drift(&name, &committed, &live));
+        let mut d = drift(&name, &committed, &live);
+        d.against_lock = lock
+            .as_ref()
+            .map(|l| against_lock(&l.upstream_pins(&name), &live));
+        out.push(d);
     }
     Ok(out)
 }
@@ -369,10 +444,17 @@ impl std::fmt::Display for Drift {
         if self.is_empty() {
             return writeln!(f, "{}: up to date", self.upstream);
         }
+        let snapshot_drift =
+            !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty());
         writeln!(
             f,
-            "{}: the live server differs from its snapshot",
-            self.upstream
+            "{}: {}",
+            self.upstream,
+            if snapshot_drift {
+                "the live server differs from its snapshot"
+            } else {
+                "the snapshot is current"
+            }
         )?;
         for n in &self.added {
             writeln!(f, "  added    {}", crate::diag::escape_controls(n))?;
@@ -387,6 +469,32 @@ impl std::fmt::Display for Drift {
                 crate::diag::escape_controls(n),
                 parts.join(", ")
             )?;
+        }
+        match &self.against_lock {
+            None => writeln!(
+                f,
+                "  toolreg.lock: none, so no tool of this server was approved; build and commit the lock"
+            )?,
+            Some(found) if found.is_empty() => {
+                writeln!(f, "  toolreg.lock: every live tool is the approved one")?
+            }
+            Some(found) => {
+                writeln!(f, "  toolreg.lock: {} live tool(s) are not what was approved", found.len())?;
+                for l in found {
+                    let short = |d: &Option<String>| {
+                        d.as_deref().map_or("-".to_string(), |d| d.chars().take(19).collect())
+                    };
+                    writeln!(
+                        f,
+                        "    {:<10} {}{}  approved {}  live {}",
+                        l.status,
+                        crate::diag::escape_controls(&l.tool),
+                        if l.parts.is_empty() { String::new() } else { format!(" ({})", l.parts.join(", ")) },
+                        short(&l.approved),
+                        short(&l.live)
+                    )?;
+                }
+            }
         }
         Ok(())
     }

@@ -128,6 +128,8 @@ pub struct Session {
     call_timeout: Duration,
     /// Set (and notified) when the server sent a message over the size limit.
     oversize: Arc<Oversize>,
+    /// Set by the server's `notifications/tools/list_changed`.
+    tools_changed: Arc<std::sync::atomic::AtomicBool>,
     /// `name version` the server reported.
     pub server: String,
 }
@@ -260,6 +262,7 @@ impl Session {
         Session {
             name: name.into(),
             relay: Arc::clone(&service.service().relay),
+            tools_changed: Arc::clone(&service.service().tools_changed),
             service,
             group,
             stderr,
@@ -386,6 +389,13 @@ impl Session {
             limit,
             stderr: self.stderr_tail(),
         }
+    }
+
+    /// Whether the server said its tool list changed since the last call of this (which
+    /// clears it).
+    pub fn take_tools_changed(&self) -> bool {
+        self.tools_changed
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every tool the server lists (all pages), as the JSON the server sent.

@@ -1,0 +1,306 @@
+//! `toolreg.lock`: the tool definitions a catalog was reviewed with.
+//!
+//! Beside the overlay, committed with it: one entry per compiled tool with its pin (a digest of
+//! everything a model reads or exec forwards: see [`super::pin`]) and where it came from (the
+//! definitions file and, for an imported MCP server, the upstream and the server's name and
+//! version). `toolreg build` writes it; `toolreg check` fails while it is stale; `import
+//! --check` compares a live server with it. Approval is the commit of the lock: a pull request
+//! that changes a tool's text or schema changes a line here, in plain sight of the reviewer.
+//!
+//! A folder gets a lock when it has an overlay (`toolreg.toml`) or already has a lock: a
+//! zero-config folder is compiled as found, and `toolreg build --lock` starts one for it.
+
+use crate::registry::{Registry, ToolPin};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The lock's file name, beside `toolreg.toml`.
+pub const LOCK_FILE: &str = "toolreg.lock";
+
+/// The lock format's version.
+pub const LOCK_VERSION: u32 = 1;
+
+const HEADER: &str = "\
+# toolreg.lock: the tool definitions this catalog was reviewed with. Written by `toolreg build`;
+# `toolreg check` fails while it is stale. Commit it, and review a change to it as you review
+# code: a changed digest is a tool whose text or schema changed (its parts say which).
+";
+
+/// The whole lock.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lock {
+    pub version: u32,
+    /// Sorted by file, then tool name.
+    #[serde(default, rename = "tool")]
+    pub tools: Vec<LockedTool>,
+}
+
+/// One tool as approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockedTool {
+    /// The tool's name as its source defines it.
+    pub name: String,
+    /// The op it compiled to.
+    pub op: String,
+    /// The definitions file, relative to the definitions folder.
+    pub file: String,
+    /// The `[upstreams]` entry whose snapshot the file is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// The server's `name version`, as it reported itself when imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    pub digest: String,
+    pub parts: BTreeMap<String, String>,
+}
+
+impl LockedTool {
+    pub fn pin(&self) -> ToolPin {
+        ToolPin {
+            digest: self.digest.clone(),
+            parts: self.parts.clone(),
+        }
+    }
+}
+
+/// Why a lock file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+}
+
+fn file_error(path: &Path, message: impl std::fmt::Display) -> LockError {
+    LockError::File {
+        path: path.display().to_string(),
+        message: message.to_string(),
+    }
+}
+
+impl Lock {
+    /// The lock of a compiled registry. `defs` is read for the server each snapshot names.
+    pub fn of(reg: &Registry, defs: &Path) -> Lock {
+        let upstream_of: BTreeMap<&str, &str> = reg
+            .upstreams
+            .iter()
+            .map(|(n, u)| (u.file.as_str(), n.as_str()))
+            .collect();
+        let servers: BTreeMap<&str, Option<String>> = upstream_of
+            .keys()
+            .map(|f| (*f, snapshot_server(&defs.join(f))))
+            .collect();
+        let mut tools: Vec<LockedTool> = reg
+            .ops
+            .values()
+            .filter_map(|r| {
+                let pin = r.pin.as_ref()?;
+                let file = r.source.file.as_str();
+                Some(LockedTool {
+                    name: r.tool_name.clone(),
+                    op: r.op.clone(),
+                    file: file.to_string(),
+                    upstream: upstream_of.get(file).map(|u| u.to_string()),
+                    server: servers.get(file).cloned().flatten(),
+                    digest: pin.digest.clone(),
+                    parts: pin.parts.clone(),
+                })
+            })
+            .collect();
+        tools.sort_by(|a, b| (&a.file, &a.name, &a.op).cmp(&(&b.file, &b.name, &b.op)));
+        Lock {
+            version: LOCK_VERSION,
+            tools,
+        }
+    }
+
+    /// The file's bytes: a header, then TOML (deterministic: the order is the lock's).
+    pub fn render(&self) -> String {
+        let body = toml::to_string(self).expect("a lock always serializes");
+        format!("{HEADER}{body}")
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Lock, LockError> {
+        let lock: Lock = toml::from_str(text).map_err(|e| file_error(path, e.message()))?;
+        if lock.version != LOCK_VERSION {
+            return Err(file_error(
+                path,
+                format!(
+                    "lock format version {} is not {LOCK_VERSION}; rebuild with this toolreg",
+                    lock.version
+                ),
+            ));
+        }
+        Ok(lock)
+    }
+
+    /// The lock in `defs`, if there is one.
+    pub fn read(defs: &Path) -> Result<Option<Lock>, LockError> {
+        let path = defs.join(LOCK_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, &path).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(file_error(&path, e)),
+        }
+    }
+
+    /// The approved pins of one upstream's tools, by tool name.
+    pub fn upstream_pins(&self, upstream: &str) -> BTreeMap<String, ToolPin> {
+        self.tools
+            .iter()
+            .filter(|t| t.upstream.as_deref() == Some(upstream))
+            .map(|t| (t.name.clone(), t.pin()))
+            .collect()
+    }
+}
+
+/// Whether `build` keeps a lock for `defs`: it has an overlay or already a lock.
+pub fn wanted(defs: &Path) -> bool {
+    defs.join(crate::compiler::overlay::OVERLAY_FILE).is_file() || defs.join(LOCK_FILE).is_file()
+}
+
+/// Writes the lock when its bytes differ (beside it, then renamed: never half a file).
+/// Returns whether it wrote.
+pub fn write(defs: &Path, lock: &Lock) -> Result<bool, LockError> {
+    let path = defs.join(LOCK_FILE);
+    let text = lock.render();
+    if std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
+        return Ok(false);
+    }
+    // A name of this process's own, so two builds of one folder never share a temporary file.
+    let tmp = defs.join(format!(".{LOCK_FILE}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, &text).map_err(|e| file_error(&tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        file_error(&path, e)
+    })?;
+    Ok(true)
+}
+
+/// The lock's path in `defs`.
+pub fn path(defs: &Path) -> PathBuf {
+    defs.join(LOCK_FILE)
+}
+
+/// How one lock differs from another, tool by tool (`file: name`).
+#[derive(Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LockDiff {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Tool -> the parts whose digests differ.
+    pub changed: BTreeMap<String, Vec<String>>,
+}
+
+impl LockDiff {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+
+    /// `approved` -> `now`.
+    pub fn between(approved: &Lock, now: &Lock) -> LockDiff {
+        let key = |t: &LockedTool| format!("{}: {}", t.file, crate::diag::escape_controls(&t.name));
+        let old: BTreeMap<String, &LockedTool> =
+            approved.tools.iter().map(|t| (key(t), t)).collect();
+        let new: BTreeMap<String, &LockedTool> = now.tools.iter().map(|t| (key(t), t)).collect();
+        let mut d = LockDiff::default();
+        for (k, t) in &new {
+            match old.get(k) {
+                None => d.added.push(k.clone()),
+                Some(before) if before.digest != t.digest => {
+                    d.changed.insert(
+                        k.clone(),
+                        super::pin::changed_parts(&before.pin(), &t.pin()),
+                    );
+                }
+                Some(before) if *before != *t => {
+                    // Same definition, another op or source note: not a change of text.
+                    d.changed.insert(k.clone(), vec!["op or source".into()]);
+                }
+                Some(_) => {}
+            }
+        }
+        d.removed = old
+            .keys()
+            .filter(|k| !new.contains_key(*k))
+            .cloned()
+            .collect();
+        d
+    }
+
+    /// One line per tool, indented, for terminals.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for k in &self.added {
+            out.push_str(&format!("  added    {k}\n"));
+        }
+        for k in &self.removed {
+            out.push_str(&format!("  removed  {k}\n"));
+        }
+        for (k, parts) in &self.changed {
+            out.push_str(&format!("  changed  {k} ({})\n", parts.join(", ")));
+        }
+        out
+    }
+}
+
+/// The server an MCP snapshot says it was listed from (`name version`), read from its
+/// `_source` note as `toolreg import mcp` writes it.
+pub fn snapshot_server(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let note = doc.get("_source")?.as_str()?;
+    // "tools/list of the MCP server `NAME` (SERVER), written by `toolreg import mcp`; ..."
+    let rest = note.split_once("` (")?.1;
+    let server = rest.rsplit_once("), written by")?.0;
+    (!server.is_empty()).then(|| crate::diag::escape_controls(server))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(file: &str, name: &str, desc: &str) -> LockedTool {
+        let pin = super::super::pin::pin(
+            serde_json::json!({"name": name, "description": desc})
+                .as_object()
+                .unwrap(),
+        );
+        LockedTool {
+            name: name.into(),
+            op: format!("x.{name}"),
+            file: file.into(),
+            upstream: None,
+            server: None,
+            digest: pin.digest,
+            parts: pin.parts,
+        }
+    }
+
+    #[test]
+    fn a_lock_round_trips_and_names_what_changed() {
+        let a = Lock {
+            version: LOCK_VERSION,
+            tools: vec![tool("a.json", "one", "d"), tool("a.json", "two", "d")],
+        };
+        let text = a.render();
+        assert!(text.starts_with("# toolreg.lock"));
+        assert_eq!(Lock::parse(&text, Path::new("x")).unwrap(), a);
+        let b = Lock {
+            version: LOCK_VERSION,
+            tools: vec![tool("a.json", "one", "d!"), tool("a.json", "three", "d")],
+        };
+        let d = LockDiff::between(&a, &b);
+        assert_eq!(d.added, ["a.json: three"]);
+        assert_eq!(d.removed, ["a.json: two"]);
+        assert_eq!(d.changed["a.json: one"], ["description"]);
+        assert!(LockDiff::between(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn a_lock_of_another_version_or_shape_is_refused_with_its_path() {
+        let e = Lock::parse("version = 9\n", Path::new("defs/toolreg.lock")).unwrap_err();
+        assert!(e.to_string().contains("defs/toolreg.lock"), "{e}");
+        assert!(e.to_string().contains("version 9"), "{e}");
+        assert!(Lock::parse("version = [", Path::new("l")).is_err());
+    }
+}
