@@ -480,6 +480,32 @@ async fn serve_lists_direct_and_profile_surfaces_and_stops_on_sigterm() {
         pids.iter().all(|p| !alive(*p)),
         "upstreams outlived SIGTERM"
     );
+
+    // A client that hangs up before the handshake (what `Child::wait` does to our stdin right
+    // after a SIGTERM, or a supervisor's probe) is a clean end too: exit 0, no orphans.
+    let _ = std::fs::remove_file(w.state("memory", "pid"));
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(["serve", "--eager", "--registry", w.gen.to_str().unwrap()])
+        .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
+        .env("TOOLREG_APPROVALS", approvals())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !w.state("memory", "pid").exists() {
+        assert!(Instant::now() < deadline, "--eager did not start memory");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let memory = w.pid("memory");
+    drop(serve.stdin.take());
+    let status = serve.wait().unwrap();
+    assert!(status.success(), "a hang-up before the handshake: {status}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(memory) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(memory), "an upstream outlived the hang-up");
 }
 
 #[test]

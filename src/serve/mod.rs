@@ -820,15 +820,22 @@ pub async fn run_stdio(server: Server, eager: bool) -> Result<(), String> {
         if eager {
             server.pool().start_all().await;
         }
-        let running = rmcp::service::serve_server(server.clone(), rmcp::transport::stdio())
-            .await
-            .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+        let running =
+            match rmcp::service::serve_server(server.clone(), rmcp::transport::stdio()).await {
+                Ok(running) => running,
+                // The client went away before it said hello (a supervisor closing our stdin as
+                // it stops us, a probe): a clean end, like a disconnect after the handshake.
+                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+                Err(e) => return Err(format!("the MCP handshake failed: {e}")),
+            };
         let _ = running.waiting().await;
         Ok(())
     };
     let outcome = tokio::select! {
-        r = serving => r,
+        // A signal that arrived with the client's hang-up is the reason we stop: say so first.
+        biased;
         _ = stop => Ok(()),
+        r = serving => r,
     };
     server.pool().shutdown_all().await;
     outcome
