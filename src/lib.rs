@@ -1,6 +1,18 @@
 //! toolreg: a build-time registry compiler for LLM tool catalogs, and the small runtime that
 //! serves what it compiled.
 //!
+//! **Map of the tree.** `src/model/` is the shared model every layer reads ([`registry`], the
+//! IR; [`help`], [`resolve`], [`schema`], [`text`], [`diag`]); it imports nothing above it.
+//! The build runs `src/compiler/` (load -> normalize -> classify, with `infer/` -> enrich ->
+//! lint and the poisoning lint -> IR -> stamp), then `src/emit/` (one module per artifact, reading
+//! only the IR), then `src/write/` (all-or-nothing writing and the `build.rs` API); `src/diff/`
+//! compares two registries. `src/runtime/` serves a compiled registry (exec, search, discovery)
+//! and never imports the compiler; `src/upstream/` (MCP clients, import) and `src/serve/` (the
+//! MCP server, its auth, limits, drift gate) sit on top of it; `src/trust/` holds what is approved
+//! (launch specs, tool pins, `toolreg.lock`). `src/cli/` is the command line: `args.rs` defines
+//! every flag, one module per command family. The guide's "Repository layout" shows the same
+//! tree, and a test keeps it true.
+//!
 //! Always available (serde, serde_json and strsim only):
 //! - [`registry`]: the registry IR and `registry.json` loading; [`help`]: help page lookup;
 //!   [`resolve`]: op names as models spell them; [`diag`]: diagnostics.
@@ -17,15 +29,12 @@
 //! - [`emit`]: registry.json, help.json, surfaces, report, Rust, TypeScript, docs;
 //! - [`output`]: all-or-nothing writing and the staleness check; [`Builder`]: the build.rs API.
 //! - [`diff`]: what a registry change breaks, and what it costs the prompt caches.
-//! - [`trust`]: which upstream commands this machine approved to run, and credentials kept out
-//!   of URLs that are written or shown.
+//! - [`trust`]: which upstream commands this machine approved to run, the tool pins and
+//!   `toolreg.lock`, and credentials kept out of URLs that are written or shown.
 
-pub mod diag;
-pub mod help;
-pub mod registry;
-pub mod resolve;
-pub mod schema;
-pub mod text;
+pub mod model;
+// The model's modules keep the paths they had at the crate root.
+pub use model::{diag, help, registry, resolve, schema, text};
 
 /// The compiled gateway as an MCP server (feature `mcp`).
 #[cfg(feature = "mcp")]
@@ -41,8 +50,6 @@ pub mod runtime;
 pub mod semantic;
 
 #[cfg(feature = "compiler")]
-pub mod builder;
-#[cfg(feature = "compiler")]
 pub mod canonical;
 #[cfg(feature = "compiler")]
 pub mod compiler;
@@ -51,7 +58,9 @@ pub mod diff;
 #[cfg(feature = "compiler")]
 pub mod emit;
 #[cfg(feature = "compiler")]
-pub mod output;
+pub mod write;
+#[cfg(feature = "compiler")]
+pub use write::{builder, output};
 #[cfg(feature = "compiler")]
 mod parallel;
 #[cfg(feature = "compiler")]

@@ -1,8 +1,6 @@
 //! The `toolreg` command. All logic lives in the library; this only maps it to exit codes.
 
 mod cli;
-#[cfg(feature = "mcp")]
-mod cli_mcp;
 
 use std::process::ExitCode;
 
@@ -39,7 +37,7 @@ fn main() -> ExitCode {
             "   = help: this is a bug in toolreg; please report it with the input that caused it"
         );
     }));
-    match std::panic::catch_unwind(cli::run) {
+    match std::panic::catch_unwind(|| cli::run(batch_allocator)) {
         Ok(code) => code,
         Err(_) => ExitCode::from(2),
     }

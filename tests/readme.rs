@@ -162,3 +162,52 @@ fn readme_links_into_the_guide_resolve_and_the_readme_stays_short() {
     assert!(readme.contains("cargo run --release -- build") && readme.contains("scripts/test"));
     assert!(readme.contains("## First five minutes"));
 }
+
+/// The guide's "Repository layout" names only what exists, and names every folder of `src/`.
+#[test]
+fn the_repository_layout_matches_the_tree() {
+    let guide = read("docs/guide.md");
+    let section = &guide[guide.find("## Repository layout").expect("the section")..];
+    let block = &section[section.find("```text\n").unwrap() + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let root = common_repo();
+    // (indent, folder) of the open folders: an entry belongs to the last folder less indented.
+    let mut open: Vec<(usize, String)> = Vec::new();
+    let mut named = Vec::new();
+    for line in block.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let entry = line.trim_start();
+        // A continuation of the previous entry's description.
+        if entry.is_empty() || indent >= 20 {
+            continue;
+        }
+        let first = entry.split("  ").next().unwrap().trim();
+        open.retain(|(i, _)| *i < indent);
+        let parent = open.last().map(|(_, p)| p.clone()).unwrap_or_default();
+        for name in first.split(", ") {
+            let path = format!("{parent}{name}");
+            assert!(
+                root.join(&path).exists(),
+                "docs/guide.md's layout names `{path}`, which does not exist"
+            );
+            named.push(path.trim_end_matches('/').to_string());
+        }
+        if first.ends_with('/') {
+            open.push((indent, format!("{parent}{first}")));
+        }
+    }
+    for entry in std::fs::read_dir(root.join("src")).unwrap() {
+        let entry = entry.unwrap();
+        if entry.path().is_dir() {
+            let path = format!("src/{}", entry.file_name().to_string_lossy());
+            assert!(
+                named.contains(&path),
+                "the layout does not name the folder `{path}`"
+            );
+        }
+    }
+}
+
+fn common_repo() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}

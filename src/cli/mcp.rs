@@ -1,177 +1,8 @@
 //! The `import` and `serve` commands (feature `mcp`): argument parsing and exit codes only.
 
-use std::path::PathBuf;
+use super::args::{ApproveArgs, ImportArgs, ImportSource, ServeArgs, TokenArgs};
 use std::process::ExitCode;
 use toolreg::registry::Upstream;
-
-#[derive(clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct ImportArgs {
-    #[command(subcommand)]
-    source: Option<ImportSource>,
-    /// Re-list every upstream recorded in toolreg.toml and exit 1 when one differs from its snapshot
-    #[arg(long)]
-    check: bool,
-    /// Folder with tool definition JSON files and toolreg.toml
-    #[arg(long, short = 'd', value_name = "DIR", default_value = "definitions")]
-    definitions: PathBuf,
-}
-
-#[derive(clap::Subcommand)]
-enum ImportSource {
-    /// An MCP server: over stdio `toolreg import mcp NAME -- CMD ARGS...`, or over streamable
-    /// HTTP `toolreg import mcp NAME --url URL`
-    Mcp {
-        /// The upstream's name: the snapshot is DIR/NAME.mcp.json, the entry [upstreams.NAME]
-        name: String,
-        /// Folder with tool definition JSON files and toolreg.toml
-        #[arg(long, short = 'd', value_name = "DIR", default_value = "definitions")]
-        definitions: PathBuf,
-        /// An environment variable the server needs (recorded by name, never by value); repeatable
-        #[arg(long = "env", value_name = "NAME")]
-        env: Vec<String>,
-        /// Per-call time limit recorded for `toolreg serve`, in milliseconds
-        #[arg(long, value_name = "MS")]
-        timeout_ms: Option<u64>,
-        /// The server's streamable HTTP endpoint (instead of a command), e.g. http://127.0.0.1:8080/mcp;
-        /// never with a credential in it (use --bearer-env or --header-env)
-        #[arg(long, value_name = "URL", conflicts_with = "command")]
-        url: Option<String>,
-        /// With --url: the environment variable whose value is sent as `Authorization: Bearer`
-        /// (recorded by name, never by value)
-        #[arg(long, value_name = "VAR", requires = "url")]
-        bearer_env: Option<String>,
-        /// With --url: a header sent with the value of an environment variable, `HEADER=VAR`
-        /// (e.g. `X-Api-Key=GW_KEY`); repeatable
-        #[arg(long, value_name = "HEADER=VAR", requires = "url", value_parser = header_env)]
-        header_env: Vec<(String, String)>,
-        /// A folder offered to the server as an MCP root (`roots/list`), recorded as an absolute
-        /// path; repeatable. Without it toolreg declares no roots and the server keeps its own
-        /// configuration
-        #[arg(long = "root", value_name = "DIR", value_parser = root_folder)]
-        roots: Vec<String>,
-        /// The command that starts the server, after `--`
-        #[arg(last = true, required_unless_present = "url", value_name = "CMD")]
-        command: Vec<String>,
-    },
-}
-
-fn root_folder(s: &str) -> Result<String, String> {
-    let path = std::fs::canonicalize(s).map_err(|e| format!("{s}: {e}"))?;
-    if !path.is_dir() {
-        return Err(format!("{s} is not a folder"));
-    }
-    path.to_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("{s}: the path is not UTF-8"))
-}
-
-fn header_env(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((h, v)) if !h.is_empty() && !v.is_empty() => Ok((h.to_string(), v.to_string())),
-        _ => Err("expected HEADER=VAR, e.g. X-Api-Key=GW_KEY".into()),
-    }
-}
-
-#[derive(clap::Args)]
-pub struct ApproveArgs {
-    /// Folder with toolreg.toml, whose [upstreams] are approved
-    #[arg(long, short = 'd', value_name = "DIR", default_value = "definitions")]
-    definitions: PathBuf,
-    /// A folder `toolreg build` wrote: approve the upstreams of its registry.json instead
-    #[arg(long, value_name = "DIR")]
-    registry: Option<PathBuf>,
-    /// Only this upstream (repeatable); all of them when not given
-    #[arg(long = "upstream", value_name = "NAME")]
-    upstreams: Vec<String>,
-    /// Show each upstream, what it runs and whether it is approved; change nothing (exit 1
-    /// when one is not approved)
-    #[arg(long)]
-    list: bool,
-    /// Withdraw the approvals instead
-    #[arg(long, conflicts_with = "list")]
-    revoke: bool,
-}
-
-#[derive(clap::Args)]
-pub struct ServeArgs {
-    /// Folder `toolreg build` wrote (registry.json, help.json, surfaces/)
-    #[arg(long, value_name = "DIR", default_value = "generated")]
-    registry: PathBuf,
-    /// What tools/list shows: gateway (help, exec, search), direct (one tool per op) or profile:NAME
-    #[arg(long, default_value = "gateway")]
-    surface: toolreg::serve::SurfaceChoice,
-    /// Start every upstream now instead of on its first call
-    #[arg(long)]
-    eager: bool,
-    /// Serve streamable HTTP at ADDR (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio;
-    /// port 0 picks a free port (the address is printed on stderr)
-    #[arg(long, value_name = "ADDR")]
-    http: Option<std::net::SocketAddr>,
-    /// A Host header the HTTP server accepts besides loopback (DNS-rebinding guard); repeatable
-    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
-    allowed_hosts: Vec<String>,
-    /// Admit callers by bearer token: a token file of `[[principal]]` entries (name, token
-    /// hash, scopes), made with `toolreg token`
-    #[arg(long, value_name = "FILE", requires = "http")]
-    auth_tokens: Option<PathBuf>,
-    /// This server's public URL, e.g. https://tools.example/mcp: the audience its OAuth tokens
-    /// must name and the resource of its metadata (default: http://ADDR/mcp)
-    #[arg(long, value_name = "URL", requires = "http")]
-    resource_url: Option<String>,
-    /// Admit callers with JWT access tokens of this OAuth 2.1 / OpenID issuer (feature `oauth`;
-    /// needs --resource-url)
-    #[arg(long, value_name = "URL", requires = "resource_url")]
-    oauth_issuer: Option<String>,
-    /// The issuer's JWKS URL (default: from its discovery document)
-    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
-    oauth_jwks: Option<String>,
-    /// Signing algorithms accepted, comma-separated (default: RS*, PS*, ES256, ES384, EdDSA)
-    #[arg(
-        long,
-        value_name = "LIST",
-        requires = "oauth_issuer",
-        value_delimiter = ','
-    )]
-    oauth_algorithms: Vec<String>,
-    /// Listen beyond loopback without authentication (a warning is printed at start)
-    #[arg(long, requires = "http")]
-    allow_unauthenticated: bool,
-    /// Open connections at most; more are closed at once
-    #[arg(long, value_name = "N", default_value_t = 4096, requires = "http")]
-    max_connections: usize,
-    /// Close a connection that sends nothing for this long, in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 60_000, requires = "http")]
-    idle_timeout_ms: u64,
-    /// Requests one caller may have running at once
-    #[arg(long, value_name = "N", default_value_t = 32, requires = "http")]
-    max_concurrent: usize,
-    /// Requests per second one caller may make (0: no limit)
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "http")]
-    rate_limit: u32,
-    /// Where replicas share the --rate-limit buckets: `redis://HOST:PORT[/DB]` (feature
-    /// `redis`; default: the --idempotency Redis when there is one, else this replica)
-    #[arg(long, value_name = "STORE", requires = "rate_limit")]
-    limits: Option<String>,
-    /// Write one JSON line per tools/call (who, op, upstream, outcome, latency, a digest of
-    /// the arguments, never their values) to FILE, or to stderr with `-`
-    #[arg(long, value_name = "FILE")]
-    audit: Option<String>,
-    /// What to do with a tool an upstream changed since the build (checked when it starts and
-    /// when it announces a new tool list): `refuse` its calls (UPSTREAM_TOOL_CHANGED), or
-    /// `warn` and forward them
-    #[arg(long, value_name = "MODE", default_value = "refuse")]
-    drift: toolreg::serve::drift::DriftMode,
-    /// Serve Prometheus metrics at http://ADDR/metrics (a listener of its own)
-    #[arg(long, value_name = "ADDR")]
-    metrics: Option<std::net::SocketAddr>,
-    /// Where idempotency keys live: `memory` (this process) or `redis://HOST:PORT[/DB]`, shared
-    /// by replicas so a keyed write runs once across them (needs the `redis` feature)
-    #[arg(long, value_name = "STORE", default_value = "memory")]
-    idempotency: String,
-    #[command(flatten)]
-    ranking: crate::cli::Ranking,
-}
 
 const APPROVE_HELP: &str = "   = help: an upstream is code: read what it runs, then `toolreg approve` (-d DEFS or --registry DIR); in CI, approve only in jobs that never run a pull request's changes";
 
@@ -331,7 +162,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         observer,
         drift: args.drift,
     };
-    if let Err(e) = crate::cli::settle_folder(&args.registry) {
+    if let Err(e) = super::shared::settle_folder(&args.registry) {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
@@ -400,7 +231,7 @@ pub fn approve(args: ApproveArgs) -> ExitCode {
     };
     let all = match &args.registry {
         Some(dir) => {
-            let file = crate::cli::registry_file(dir);
+            let file = super::shared::registry_file(dir);
             match toolreg::Registry::from_path(&file) {
                 Ok(r) => r.upstreams,
                 Err(e) => return fail(&e),
@@ -540,15 +371,6 @@ async fn http_auth(
         resource,
         scopes_supported: server.scopes_supported(),
     }))
-}
-
-#[derive(clap::Args)]
-pub struct TokenArgs {
-    /// The principal's name (audit lines and limits use it)
-    name: String,
-    /// A scope the token carries (see [access] in toolreg.toml); repeatable
-    #[arg(long = "scope", value_name = "SCOPE")]
-    scopes: Vec<String>,
 }
 
 /// `toolreg token NAME --scope S`: a new bearer token on stdout, once, and its token-file entry

@@ -1,0 +1,426 @@
+//! The compile commands: `build`, `check`, `lint`, `init`, `report`, `policy`, and the lock
+//! `build` keeps and `check` verifies.
+
+use super::args::{Definitions, Format, LintFormat, Out};
+use super::shared::{display, show};
+use std::process::ExitCode;
+use toolreg::builder::{generate, generate_opts};
+use toolreg::diag::Diagnostics;
+use toolreg::output::{self, Ownership};
+
+/// Compiles and writes every artifact (all-or-nothing), then keeps `toolreg.lock` current.
+pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> ExitCode {
+    out.warn_unused_model();
+    let g = generate_opts(
+        &defs.definitions,
+        &out.emitters(),
+        &out.settings(),
+        out.strict,
+    );
+    show(&g.compiled.diagnostics, format, defs.verbose);
+    if out.strict && strict_failure(&g.compiled.diagnostics) {
+        eprintln!(
+            "error: --strict: an emitter could not do its whole job; `{}` was not changed",
+            display(&out.out)
+        );
+        return ExitCode::from(2);
+    }
+    let Some(files) = g.files else {
+        eprintln!(
+            "error: build stopped; `{}` was not changed",
+            display(&out.out)
+        );
+        return ExitCode::from(2);
+    };
+    if let Err(d) = output::ensure_apart(&defs.definitions, &out.out) {
+        show(&vec![*d].into(), format, true);
+        return ExitCode::from(2);
+    }
+    match output::write(&out.out, &files, Ownership::Folder) {
+        Ok(r) => {
+            let reg = g
+                .compiled
+                .registry
+                .as_ref()
+                .expect("files imply a registry");
+            eprintln!(
+                "built {} op{} in {} group{} ({}): {} written, {} removed, {} unchanged in `{}`",
+                reg.counts.ops,
+                if reg.counts.ops == 1 { "" } else { "s" },
+                reg.counts.groups,
+                if reg.counts.groups == 1 { "" } else { "s" },
+                reg.registry_version,
+                r.written.len(),
+                r.removed.len(),
+                r.unchanged,
+                display(&out.out)
+            );
+            say_quarantined(reg);
+            if (lock || toolreg::trust::lock::wanted(&defs.definitions))
+                && !update_lock(&defs.definitions, reg)
+            {
+                return ExitCode::from(2);
+            }
+            if r.kept.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                show(&output::kept_diagnostics(&out.out, &r).into(), format, true);
+                ExitCode::from(1)
+            }
+        }
+        Err(d) => {
+            show(&vec![*d].into(), format, true);
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Exit 1 unless the output folder and `toolreg.lock` are exactly what `build` would write.
+pub(super) fn check(defs: Definitions, out: Out, format: Format) -> ExitCode {
+    out.warn_unused_model();
+    let g = generate_opts(
+        &defs.definitions,
+        &out.emitters(),
+        &out.settings(),
+        out.strict,
+    );
+    if out.strict && strict_failure(&g.compiled.diagnostics) {
+        show(&g.compiled.diagnostics, format, defs.verbose);
+        return ExitCode::from(2);
+    }
+    let Some(files) = g.files else {
+        show(&g.compiled.diagnostics, format, defs.verbose);
+        eprintln!(
+            "error: cannot check `{}`: the definitions have errors",
+            display(&out.out)
+        );
+        return ExitCode::from(2);
+    };
+    if let Err(d) = output::ensure_apart(&defs.definitions, &out.out) {
+        show(&vec![*d].into(), format, true);
+        return ExitCode::from(2);
+    }
+    let lock_current = match &g.compiled.registry {
+        Some(reg) => lock_is_current(&defs.definitions, reg),
+        None => true,
+    };
+    match output::check(&out.out, &files, Ownership::Folder) {
+        Ok(report) if report.is_clean() && !lock_current => ExitCode::from(1),
+        Ok(report) if report.is_clean() => {
+            eprintln!(
+                "`{}` is up to date ({} files)",
+                display(&out.out),
+                files.len()
+            );
+            if let Some(reg) = &g.compiled.registry {
+                say_quarantined(reg);
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(report) => {
+            let fix = format!(
+                "toolreg build --definitions {} --out {}",
+                display(&defs.definitions),
+                display(&out.out)
+            );
+            eprint!(
+                "{}",
+                output::render_check(&display(&out.out), &report, &fix)
+            );
+            ExitCode::from(1)
+        }
+        Err(d) => {
+            show(&vec![*d].into(), format, true);
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Diagnostics only, with every upstream this machine has not approved.
+pub(super) fn lint(defs: Definitions, format: LintFormat) -> ExitCode {
+    let g = generate(&defs.definitions, &[]);
+    let mut diags = g.compiled.diagnostics.clone();
+    // An upstream is code: flag every one this machine has not approved to run (a store
+    // that cannot be read approves nothing).
+    let approvals = toolreg::trust::Approvals::load_default().unwrap_or_default();
+    for d in toolreg::compiler::unapproved_upstreams(&defs.definitions, &approvals) {
+        diags.push(d);
+    }
+    diags.sort();
+    let diags = &diags;
+    match format {
+        LintFormat::Text => show(diags, Format::Text, defs.verbose),
+        LintFormat::Json => show(diags, Format::Json, defs.verbose),
+        // A file for code-scanning uploads: on stdout, so `> toolreg.sarif` keeps it whole.
+        LintFormat::Sarif => print!("{}", diags.render_sarif(env!("CARGO_PKG_VERSION"))),
+    }
+    if !defs.definitions.is_dir() {
+        return ExitCode::from(2);
+    }
+    if diags.has_errors() {
+        ExitCode::from(1)
+    } else {
+        if matches!(format, LintFormat::Text) && diags.is_empty() {
+            eprintln!("no errors or warnings");
+        }
+        ExitCode::SUCCESS
+    }
+}
+
+/// Character and token counts of every surface.
+pub(super) fn report(defs: Definitions, format: Format) -> ExitCode {
+    let g = generate(&defs.definitions, &[]);
+    let Some(reg) = g.compiled.registry else {
+        show(&g.compiled.diagnostics, Format::Text, defs.verbose);
+        return ExitCode::from(2);
+    };
+    let help = toolreg::emit::help::build(&reg);
+    let report = toolreg::report::build(&reg, &help);
+    match format {
+        Format::Text => print!("{}", toolreg::report::render_text(&report)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        ),
+    }
+    ExitCode::SUCCESS
+}
+
+/// The policy drafted from an op's description, as overlay TOML.
+pub(super) fn policy(defs: Definitions, draft: String) -> ExitCode {
+    let g = generate(&defs.definitions, &[]);
+    let Some(reg) = g.compiled.registry else {
+        show(&g.compiled.diagnostics, Format::Text, defs.verbose);
+        return ExitCode::from(2);
+    };
+    let record = reg.ops.get(&draft).or_else(|| reg.op_by_tool_name(&draft));
+    let Some(record) = record else {
+        let near = toolreg::diag::nearest(&draft, reg.ops.keys().map(String::as_str));
+        eprintln!("error: `{draft}` is not an op or tool name");
+        if let Some(n) = near {
+            eprintln!("   = help: did you mean `{n}`?");
+        }
+        return ExitCode::from(2);
+    };
+    let display = defs.definitions.to_string_lossy();
+    let mut diags = Diagnostics::default();
+    let cues = toolreg::compiler::overlay::load(&defs.definitions, &display, &mut diags)
+        .map(|lo| lo.overlay.policy_cues)
+        .unwrap_or_default();
+    match toolreg::compiler::policy::draft(&record.description, &cues) {
+        Some(spec) => {
+            print!(
+                "{}",
+                toolreg::compiler::policy::as_overlay_toml(&record.op, &spec)
+            );
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprintln!("no policy cues found in the description of `{}`", record.op);
+            eprintln!("   = help: write [ops.\"{}\".policy] by hand, or add cue phrases under [policy_cues]", record.op);
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// `toolreg init`: draft the overlay, check it reproduces the zero-config registry, write it.
+pub(super) fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
+    use toolreg::compiler::draft::{draft, keep_tables, DraftError, KeepError};
+    let path = defs
+        .definitions
+        .join(toolreg::compiler::overlay::OVERLAY_FILE);
+    let shown = display(&path);
+    if path.exists() && !force && !stdout {
+        eprintln!("error: `{shown}` exists; toolreg init does not replace an overlay");
+        eprintln!(
+            "   = help: `--force` replaces it (the draft ignores it), `--stdout` prints the draft"
+        );
+        return ExitCode::from(2);
+    }
+    let d = match draft(&defs.definitions) {
+        Ok(d) => d,
+        Err(DraftError::Input(diags)) => {
+            show(&diags, Format::Text, defs.verbose);
+            eprintln!("error: no draft: the definitions have errors that inference cannot fix");
+            return ExitCode::from(2);
+        }
+        Err(DraftError::Mismatch(why)) => {
+            eprintln!("error: the draft did not reproduce the zero-config registry: {why}");
+            eprintln!("   = help: this is a bug in toolreg; please report it with the definitions");
+            return ExitCode::from(2);
+        }
+    };
+    if stdout {
+        print!("{}", d.text);
+        return ExitCode::SUCCESS;
+    }
+    // What the old overlay holds beyond the drafted tables is kept (with --force), never lost.
+    let old = match std::fs::read_to_string(&path) {
+        Ok(old) => Some(old),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            eprintln!(
+                "error[TR050]: cannot read `{shown}` to keep its tables: {e}; nothing was written"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let merged = match old
+        .as_deref()
+        .map(|o| keep_tables(&defs.definitions, &d, o))
+    {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(KeepError::Unreadable(why))) => {
+            eprintln!("error: cannot keep the tables of `{shown}`: {why}; nothing was written");
+            eprintln!("   = help: fix it, or move it away to start over; `--stdout` prints the draft alone");
+            return ExitCode::from(2);
+        }
+        Some(Err(KeepError::DoNotFit(diags))) => {
+            show(&diags, Format::Text, defs.verbose);
+            eprintln!("error: the draft with the tables kept from `{shown}` does not build; nothing was written");
+            eprintln!("   = help: `--stdout` prints the draft alone: merge by hand what still fits (e.g. [ops] entries of ops the draft renamed)");
+            return ExitCode::from(2);
+        }
+    };
+    let text = merged.as_ref().map_or(&d.text, |m| &m.text);
+    // Beside the target, then renamed: a reader never sees half a file.
+    let tmp = path.with_extension("toml.toolreg-tmp");
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        eprintln!("error[TR050]: cannot write `{shown}`: {e}");
+        return ExitCode::from(2);
+    }
+    eprintln!(
+        "wrote `{shown}` for {} tools in {} file{}: {} group{}, {} entities, {} rule{} ({} ops) and {} special case{}, {} profile{}",
+        d.tools,
+        d.files,
+        if d.files == 1 { "" } else { "s" },
+        d.groups,
+        if d.groups == 1 { "" } else { "s" },
+        d.entities,
+        d.rules,
+        if d.rules == 1 { "" } else { "s" },
+        d.by_rules,
+        d.special,
+        if d.special == 1 { "" } else { "s" },
+        d.profiles,
+        if d.profiles == 1 { "" } else { "s" },
+    );
+    match &merged {
+        Some(m) if !m.kept.is_empty() => eprintln!(
+            "kept from the old overlay: {}; the draft alone gives registry {}, the same as with no overlay, and with the kept tables {}; review it, then `toolreg build`",
+            m.kept.join(", "),
+            d.registry_version,
+            m.registry_version
+        ),
+        _ => eprintln!(
+            "building with it gives registry {}, the same as with no overlay; review it, then `toolreg build`",
+            d.registry_version
+        ),
+    }
+    ExitCode::SUCCESS
+}
+
+/// Under `--strict`, emitter fallbacks are failures.
+fn strict_failure(diags: &Diagnostics) -> bool {
+    diags
+        .iter()
+        .any(|d| d.code == toolreg::diag::Code::UntypedOp)
+}
+
+/// The build summary's line for third-party tools that were left out (at most ten named).
+fn say_quarantined(reg: &toolreg::Registry) {
+    let q = &reg.quarantined;
+    if q.is_empty() {
+        return;
+    }
+    let named: Vec<String> = q
+        .iter()
+        .take(10)
+        .map(|t| {
+            format!(
+                "`{}` ({}, {})",
+                toolreg::diag::escape_controls(&t.tool_name),
+                t.file,
+                t.codes.join("+")
+            )
+        })
+        .collect();
+    let more = q.len().saturating_sub(named.len());
+    eprintln!(
+        "quarantined {} third-party tool{} (in no surface; TR081 above says why; --strict makes them errors): {}{}",
+        q.len(),
+        if q.len() == 1 { "" } else { "s" },
+        named.join(", "),
+        if more > 0 { format!(", and {more} more") } else { String::new() }
+    );
+}
+
+/// Brings `toolreg.lock` up to date after a build, saying what changed (its diff is what a
+/// reviewer approves). False when it could not be written (reported).
+fn update_lock(defs: &std::path::Path, reg: &toolreg::Registry) -> bool {
+    use toolreg::trust::lock::{self, Lock, LockDiff};
+    let now = Lock::of(reg, defs);
+    let before = lock::Lock::read(defs).ok().flatten().unwrap_or_default();
+    match lock::write(defs, &now) {
+        Ok(false) => true,
+        Ok(true) if before.tools.is_empty() => {
+            eprintln!(
+                "{}: {} tool{} pinned; review and commit it",
+                display(&lock::path(defs)),
+                now.tools.len(),
+                if now.tools.len() == 1 { "" } else { "s" },
+            );
+            true
+        }
+        Ok(true) => {
+            let d = LockDiff::between(&before, &now);
+            eprintln!(
+                "{}: {} tool{} pinned; review and commit the change:\n{}",
+                display(&lock::path(defs)),
+                now.tools.len(),
+                if now.tools.len() == 1 { "" } else { "s" },
+                d.render().trim_end()
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
+/// Whether the definitions' `toolreg.lock` pins exactly what they compile to; when not, says
+/// what differs. A folder that keeps no lock (zero-config, no lock) is current.
+fn lock_is_current(defs: &std::path::Path, reg: &toolreg::Registry) -> bool {
+    use toolreg::trust::lock::{self, Lock, LockDiff};
+    let path = lock::path(defs);
+    let fix = format!(
+        "run `toolreg build --definitions {}`, review the change to the lock and commit it",
+        display(defs)
+    );
+    let now = Lock::of(reg, defs);
+    match Lock::read(defs) {
+        Ok(Some(approved)) if approved == now => true,
+        Ok(Some(approved)) => {
+            eprint!(
+                "error: `{}` is stale: the definitions differ from what was approved\n{}  help: {fix}\n",
+                display(&path),
+                LockDiff::between(&approved, &now).render()
+            );
+            false
+        }
+        Ok(None) if !lock::wanted(defs) => true,
+        Ok(None) => {
+            eprintln!("error: `{}` is missing\n  help: {fix}", display(&path));
+            false
+        }
+        Err(e) => {
+            eprintln!("error: {e}\n  help: {fix}");
+            false
+        }
+    }
+}

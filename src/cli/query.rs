@@ -1,0 +1,182 @@
+//! The commands over a built registry: `help`, `search`, `exec`, `eval`.
+
+use super::args::{Format, PageFormat, Ranking, RegistryFile};
+use super::shared::print_json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A help page of a built registry.
+pub(super) fn help(
+    path: String,
+    registry: RegistryFile,
+    format: PageFormat,
+    include_schemas: bool,
+    no_examples: bool,
+) -> ExitCode {
+    let gw = match registry.gateway() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let req = toolreg::help::HelpRequest {
+        path,
+        format: match format {
+            PageFormat::Short => toolreg::help::Format::Short,
+            PageFormat::Full => toolreg::help::Format::Full,
+        },
+        include_examples: !no_examples,
+        include_schemas,
+    };
+    let page = gw.help(&req);
+    print_json(&page);
+    if page.get("error").is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Search a built registry.
+pub(super) fn search(
+    query: String,
+    registry: RegistryFile,
+    limit: usize,
+    format: Format,
+    ranking: Ranking,
+) -> ExitCode {
+    let gw = match registry.gateway_ranked(&ranking) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let mut req = toolreg::runtime::search::SearchRequest::query(query);
+    req.limit = Some(limit);
+    let res = gw.search(&req);
+    match format {
+        Format::Json => print_json(&res),
+        Format::Text => {
+            for (i, h) in res.results.iter().enumerate() {
+                // Catalog text reaches a terminal: escaped (`\u{1b}`), never raw.
+                let esc = toolreg::diag::escape_controls;
+                println!(
+                    "{:>2}. {:<36} {:<5} {:.2}  {}",
+                    i + 1,
+                    esc(&h.op),
+                    h.kind.as_str(),
+                    h.confidence,
+                    esc(&h.summary)
+                );
+                if let Some(u) = &h.usage {
+                    println!("      {}", esc(u));
+                }
+            }
+            if let Some(s) = &res.suggestion {
+                println!("{}", toolreg::diag::escape_controls(s));
+                print_json(&res.directory);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Validate and run one call against a built registry (no handlers: a dry run of the checks).
+pub(super) fn exec(op: String, args: String, registry: RegistryFile) -> ExitCode {
+    let gw = match registry.gateway() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let call = toolreg::runtime::ExecCall {
+        op,
+        // An object goes as an object (what a model's tool call carries); anything else
+        // as text, so the envelope can say what is wrong with it.
+        args: Some(match serde_json::from_str::<serde_json::Value>(&args) {
+            Ok(v @ serde_json::Value::Object(_)) => v,
+            _ => serde_json::Value::String(args),
+        }),
+        idempotency_key: None,
+        dry_run: Some(true),
+    };
+    let env = toolreg::runtime::block_on(gw.exec(call));
+    print_json(&env);
+    if env.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Recall of search over a query file.
+pub(super) fn eval(
+    queries: PathBuf,
+    registry: RegistryFile,
+    k: Vec<usize>,
+    format: Format,
+    compare: bool,
+    ranking: Ranking,
+) -> ExitCode {
+    let gw = match registry.gateway_ranked(&ranking) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let text = match std::fs::read_to_string(&queries) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read `{}`: {e}", queries.display());
+            return ExitCode::from(2);
+        }
+    };
+    if compare {
+        return eval_compare(&gw, &text, &k, format);
+    }
+    match toolreg::runtime::eval::run(&gw, &text, &k) {
+        Ok(report) => {
+            match format {
+                Format::Json => print_json(&report.to_json()),
+                Format::Text => print!("{}", report.render_text()),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {}: {e}", queries.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `eval --compare`: lexical, then hybrid, over the same queries.
+fn eval_compare(
+    gw: &toolreg::runtime::Gateway,
+    text: &str,
+    k: &[usize],
+    format: Format,
+) -> ExitCode {
+    if !gw.has_hybrid() {
+        eprintln!("error: --compare needs hybrid search: vectors.json beside the registry (`toolreg build` with the `semantic` feature)");
+        return ExitCode::from(2);
+    }
+    let runs = toolreg::runtime::eval::run_ranked(gw, text, k, true).and_then(|lexical| {
+        let hybrid = toolreg::runtime::eval::run_ranked(gw, text, k, false)?;
+        toolreg::runtime::eval::compare(&lexical, &hybrid, k, 2000)
+    });
+    match runs {
+        Ok(v) => {
+            match format {
+                Format::Json => print_json(&v),
+                Format::Text => {
+                    for (metric, m) in v.as_object().into_iter().flatten() {
+                        match m.get("difference") {
+                            Some(d) => println!(
+                                "{metric:<10} lexical {}  hybrid {}  difference {:+} (95% interval {} .. {})",
+                                m["lexical"], m["hybrid"], d.as_f64().unwrap_or(0.0), m["interval95"][0], m["interval95"][1]
+                            ),
+                            None => println!("{metric:<10} {m}"),
+                        }
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
