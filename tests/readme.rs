@@ -196,14 +196,28 @@ fn the_repository_layout_matches_the_tree() {
             open.push((indent, format!("{parent}{first}")));
         }
     }
-    for entry in std::fs::read_dir(root.join("src")).unwrap() {
-        let entry = entry.unwrap();
-        if entry.path().is_dir() {
-            let path = format!("src/{}", entry.file_name().to_string_lossy());
-            assert!(
-                named.contains(&path),
-                "the layout does not name the folder `{path}`"
-            );
+    // Every folder under src/ is named, and nothing but lib.rs and main.rs sits loose beside them.
+    let mut folders = vec![root.join("src")];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if path.is_dir() {
+                assert!(
+                    named.contains(&rel),
+                    "the layout does not name the folder `{rel}`"
+                );
+                folders.push(path);
+            } else if dir == root.join("src") {
+                assert!(
+                    rel == "src/lib.rs" || rel == "src/main.rs",
+                    "`{rel}` sits loose at src/: give it a folder"
+                );
+            }
         }
     }
 }

@@ -56,9 +56,7 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
                 display(&out.out)
             );
             say_quarantined(reg);
-            if (lock || toolreg::trust::lock::wanted(&defs.definitions))
-                && !update_lock(&defs.definitions, reg)
-            {
+            if (lock || lock_wanted(&defs.definitions)) && !update_lock(&defs.definitions, reg) {
                 return ExitCode::from(2);
             }
             if r.kept.is_empty() {
@@ -413,7 +411,7 @@ fn lock_is_current(defs: &std::path::Path, reg: &toolreg::Registry) -> bool {
             );
             false
         }
-        Ok(None) if !lock::wanted(defs) => true,
+        Ok(None) if !lock_wanted(defs) => true,
         Ok(None) => {
             eprintln!("error: `{}` is missing\n  help: {fix}", display(&path));
             false
@@ -423,4 +421,11 @@ fn lock_is_current(defs: &std::path::Path, reg: &toolreg::Registry) -> bool {
             false
         }
     }
+}
+
+/// Whether `build` keeps a lock for `defs`: it has an overlay or already a lock.
+fn lock_wanted(defs: &std::path::Path) -> bool {
+    defs.join(toolreg::compiler::overlay::OVERLAY_FILE)
+        .is_file()
+        || defs.join(toolreg::trust::lock::LOCK_FILE).is_file()
 }

@@ -1,8 +1,9 @@
 //! What every command family shares: printing diagnostics and JSON, paths as shown, and
 //! the output folder made whole before it is read.
 
-use super::args::Format;
+use super::args::{Format, Ranking, RegistryFile};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use toolreg::diag::Diagnostics;
 use toolreg::output;
 
@@ -62,5 +63,79 @@ pub(crate) fn registry_file(p: &std::path::Path) -> PathBuf {
         p.join("registry.json")
     } else {
         p.to_path_buf()
+    }
+}
+
+// How the flags of args.rs become a loaded gateway (args.rs only declares them).
+impl Ranking {
+    #[cfg(feature = "semantic")]
+    pub(crate) fn choice(&self) -> toolreg::runtime::hybrid::HybridChoice {
+        toolreg::runtime::hybrid::HybridChoice {
+            model: self.model.clone(),
+            weight: self.semantic_weight,
+        }
+    }
+}
+
+impl RegistryFile {
+    /// The gateway; with `ranking` (the commands that search), hybrid ranking when the vectors
+    /// were built. Other commands never load the model.
+    pub(crate) fn gateway_ranked(
+        &self,
+        ranking: &Ranking,
+    ) -> Result<toolreg::runtime::Gateway, ExitCode> {
+        self.load(Some(ranking))
+    }
+
+    pub(crate) fn gateway(&self) -> Result<toolreg::runtime::Gateway, ExitCode> {
+        self.load(None)
+    }
+
+    pub(crate) fn load(
+        &self,
+        ranking: Option<&Ranking>,
+    ) -> Result<toolreg::runtime::Gateway, ExitCode> {
+        #[cfg(not(feature = "semantic"))]
+        let _ = ranking;
+        let dir = self
+            .registry
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let read = |p: PathBuf| {
+            std::fs::read(&p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))
+        };
+        let result = settle_folder(dir)
+            .and_then(|()| read(self.registry.clone()))
+            .and_then(|r| read(dir.join("help.json")).map(|h| (r, h)))
+            .and_then(|(r, h)| {
+                toolreg::runtime::Gateway::from_slices(&r, &h).map_err(|e| e.to_string())
+            });
+        // Hybrid search when the vectors were built; vectors from another model or registry
+        // are refused, never mixed in.
+        #[cfg(feature = "semantic")]
+        let result = result.and_then(|gw| {
+            let Some(ranking) = ranking else {
+                return Ok(gw);
+            };
+            let choice = ranking.choice();
+            match toolreg::runtime::hybrid::Hybrid::beside(dir, gw.registry(), &choice)? {
+                Some(hybrid) => Ok(gw.with_hybrid(hybrid)),
+                None => {
+                    if choice.model.is_some() || choice.weight.is_some() {
+                        eprintln!(
+                            "warning: no {} beside the registry: search is lexical, --model and --semantic-weight go unused",
+                            toolreg::semantic::FILE
+                        );
+                    }
+                    Ok(gw)
+                }
+            }
+        });
+        result.map_err(|e| {
+            eprintln!("error: {e}");
+            eprintln!("   = help: run `toolreg build` first, or pass --registry FILE");
+            ExitCode::from(2)
+        })
     }
 }

@@ -3,9 +3,14 @@
 //! Kind and destructive are decided here, once, by [`resolve_kind`] and [`resolve_destructive`].
 //!
 //! Nothing here knows any catalog: all names, entities and ops come from the overlay.
+//!
+//! Why it is one file: rules, special cases and kind/destructive resolution (about 645 lines),
+//! then their tests.
 
 use super::overlay::{LoadedOverlay, Overlay};
+// Op-name syntax is the model's (inference and the runtime check it too); kept here by name.
 use crate::diag::{Code, Diagnostic, Diagnostics};
+pub use crate::registry::{valid_op, MAX_OP_LEN};
 use crate::registry::{Kind, McpAnnotations};
 use heck::ToSnakeCase;
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,20 +109,6 @@ fn match_all(segs: &[Seg], name: &str) -> Vec<BTreeMap<String, String>> {
     let mut out = Vec::new();
     go(segs, name, 0, &mut BTreeMap::new(), &mut out);
     out
-}
-
-/// Whether an op is dotted lowercase with at least two segments, at most [`MAX_OP_LEN`] long.
-pub fn valid_op(op: &str) -> bool {
-    if op.len() > MAX_OP_LEN {
-        return false;
-    }
-    let segs: Vec<&str> = op.split('.').collect();
-    segs.len() >= 2
-        && segs.iter().all(|s| {
-            let mut c = s.chars();
-            c.next().is_some_and(|f| f.is_ascii_lowercase())
-                && c.all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_')
-        })
 }
 
 /// The form of a tool name that rules match against: snake_case, lowercase, with spaces, dots and
@@ -257,9 +248,7 @@ impl CompiledRule {
 
     /// Whether the rule looks at tools from this file at all.
     pub fn covers(&self, file: &str) -> bool {
-        self.file
-            .as_deref()
-            .is_none_or(|g| super::ir::glob_match(g, file))
+        self.file.as_deref().is_none_or(|g| glob_match(g, file))
     }
 
     /// The op this rule gives a name in match form, with its entity and, when the captured
@@ -484,11 +473,6 @@ impl<'o> Classifier<'o> {
 
 const OP_HELP: &str = "ops are dotted lowercase with at least two segments, like `onto.task.list` (`group.entity[.sub].action`), at most 128 characters";
 
-/// The longest op name. Ops become help paths, file names of docs pages and metric labels; an
-/// inferred op that would be longer (a tool name of thousands of characters) gets a short, stable
-/// one from the name's hash instead.
-pub const MAX_OP_LEN: usize = 128;
-
 fn render(
     template: &[Seg],
     caps: &BTreeMap<String, String>,
@@ -635,6 +619,32 @@ pub fn resolve_destructive(
     overlay.classify.destructive_verbs.iter().any(|d| d == v)
 }
 
+/// Whether `op` matches a pattern: an exact op or a glob with `*` (any characters). Profiles,
+/// rule file filters and `[sources] third_party` all select with it.
+pub fn glob_match(pattern: &str, op: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == op;
+    }
+    let mut rest = op;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(part) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -687,5 +697,15 @@ mod tests {
         assert_eq!(singularize("tasks"), "task");
         assert_eq!(singularize("boxes"), "box");
         assert_eq!(singularize("address"), "address");
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("onto.task.*", "onto.task.list"));
+        assert!(glob_match("onto.*.get", "onto.task.get"));
+        assert!(!glob_match("onto.*.get", "onto.task.list"));
+        assert!(glob_match("*", "x.y"));
+        assert!(glob_match("onto.task.list", "onto.task.list"));
+        assert!(!glob_match("onto.task", "onto.task.list"));
     }
 }

@@ -5,6 +5,9 @@
 //! ```
 //!
 //! [`compile`] runs everything up to the stamped IR and returns it with every diagnostic found.
+//! Beside the pipeline: [`surfaces`] builds the model-facing tool lists and [`report`] counts
+//! their tokens (emitters, the provider lint and `diff` read both); `parallel` maps work over
+//! both cores in a fixed order, so output never depends on scheduling.
 
 pub mod classify;
 pub mod draft;
@@ -16,11 +19,14 @@ pub mod lint;
 pub mod load;
 pub mod normalize;
 pub mod overlay;
+pub(crate) mod parallel;
 pub mod poison;
 pub mod policy;
 pub mod provider_lint;
+pub mod report;
 pub mod source;
 pub mod stamp;
+pub mod surfaces;
 
 use crate::diag::{self, Diagnostic, Diagnostics, Severity};
 use crate::registry::{Kind, QuarantinedTool, Registry};
@@ -243,7 +249,12 @@ fn release(out: &mut Compiled, held: Vec<(QuarantinedTool, Vec<Diagnostic>)>) {
 /// `[sources] third_party`.
 fn third_party(rel: &str, overlay: Option<&overlay::Overlay>) -> bool {
     rel.ends_with(".mcp.json")
-        || overlay.is_some_and(|o| o.sources.third_party.iter().any(|g| ir::glob_match(g, rel)))
+        || overlay.is_some_and(|o| {
+            o.sources
+                .third_party
+                .iter()
+                .any(|g| classify::glob_match(g, rel))
+        })
 }
 
 /// One compile, leaving out the tools in `excluded` (file relative path, entry pointer).

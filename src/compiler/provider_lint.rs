@@ -8,10 +8,10 @@
 //! - the overlay's token budgets per tool, per profile and for the gateway (TR064).
 
 use super::overlay::LoadedOverlay;
+use crate::compiler::report::surface_size;
+use crate::compiler::surfaces;
 use crate::diag::{Code, Diagnostic, Diagnostics, Location};
 use crate::registry::Registry;
-use crate::report::surface_size;
-use crate::surfaces;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

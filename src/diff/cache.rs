@@ -4,10 +4,10 @@
 //! many o200k tokens lie after the first changed byte. Surfaces are regenerated from each IR with
 //! the same pure functions the emitters use, so any registry file can be compared.
 
+use crate::compiler::report::Tokens;
+use crate::compiler::surfaces::{self, ToolDef};
 use crate::emit::help as help_emit;
 use crate::registry::Registry;
-use crate::report::Tokens;
-use crate::surfaces::{self, ToolDef};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -151,7 +151,7 @@ fn listing(r: &OpRecord, full: bool) -> Value {
 
 /// The call contract: the exact shapes of a help call and an exec call, with one example each.
 fn call_contract(reg: &Registry) -> Value {
-    let sample = crate::surfaces::sample_op(reg);
+    let sample = crate::compiler::surfaces::sample_op(reg);
     let (exec_example, help_example) = match sample {
         Some(r) => (
             json!({"op": r.op, "args": r.examples.first().map(|e| e.args.clone()).unwrap_or_else(|| json!({}))}),

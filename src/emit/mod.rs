@@ -189,7 +189,7 @@ pub fn emit_with(
         settings,
         help: std::sync::OnceLock::new(),
     };
-    let mut results = crate::parallel::map_in_order(&order, |&i| {
+    let mut results = crate::compiler::parallel::map_in_order(&order, |&i| {
         let mut d = Diagnostics::default();
         let files = emitters[i].emit(reg, &shared, &mut d);
         (i, files, d)

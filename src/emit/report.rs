@@ -7,6 +7,6 @@ use crate::registry::Registry;
 pub const FILE: &str = "report.json";
 
 pub fn emit(reg: &Registry, help: &crate::help::HelpDoc) -> FileMap {
-    let report = crate::report::build(reg, help);
+    let report = crate::compiler::report::build(reg, help);
     FileMap::from([(FILE.to_string(), to_pretty(&sort_keys(&report)))])
 }

@@ -383,7 +383,7 @@ fn generate_with(reg: &Registry, memo: Option<&ImplMemo>) -> Generated {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let indices: Vec<usize> = (0..ops.len()).collect();
-    let typed = crate::parallel::map_in_order(&indices, |&i| {
+    let typed = crate::compiler::parallel::map_in_order(&indices, |&i| {
         op_types(&prepare(ops[i], &stems[i]), &stems[i], memo)
     });
     std::panic::set_hook(hook);

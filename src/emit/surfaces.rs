@@ -3,8 +3,8 @@
 
 use super::FileMap;
 use crate::canonical::to_pretty;
+use crate::compiler::surfaces::{self, ToolDef};
 use crate::registry::Registry;
-use crate::surfaces::{self, ToolDef};
 use serde_json::json;
 
 fn file(reg: &Registry, surface: &str, defs: &[ToolDef]) -> String {

@@ -3,10 +3,11 @@
 //! [`registry`] is the IR and `registry.json` loading; [`help`] looks pages up in `help.json`;
 //! [`resolve`] turns op names as models spell them into ops; [`schema`] reads JSON Schema
 //! shapes; [`text`] holds the small text helpers; [`diag`] is the diagnostics every command
-//! prints. It needs serde, serde_json and strsim only, so an agent that depends on the registry
+//! prints; [`canonical`] is the one way values become bytes (sorted keys, the hashed form). It needs serde, serde_json and strsim only, so an agent that depends on the registry
 //! alone pulls in nothing else. Each module is re-exported at the crate root
 //! (`toolreg::registry`, ...), the paths it had before the move.
 
+pub mod canonical;
 pub mod diag;
 pub mod help;
 pub mod registry;

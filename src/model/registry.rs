@@ -14,6 +14,25 @@ pub const GENERATOR: &str = "toolreg";
 /// meaning of the IR changes, so every stamped artifact changes with it.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The longest op name. Ops become help paths, file names of docs pages and metric labels; an
+/// inferred op that would be longer (a tool name of thousands of characters) gets a short, stable
+/// one from the name's hash instead.
+pub const MAX_OP_LEN: usize = 128;
+
+/// Whether an op is dotted lowercase with at least two segments, at most [`MAX_OP_LEN`] long.
+pub fn valid_op(op: &str) -> bool {
+    if op.len() > MAX_OP_LEN {
+        return false;
+    }
+    let segs: Vec<&str> = op.split('.').collect();
+    segs.len() >= 2
+        && segs.iter().all(|s| {
+            let mut c = s.chars();
+            c.next().is_some_and(|f| f.is_ascii_lowercase())
+                && c.all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_')
+        })
+}
+
 /// Read or write: one authoritative value per op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -8,12 +8,19 @@
 //! the upstream's result (its `isError` results too) is returned as it is. Failures are
 //! `isError: true` results carrying the toolreg envelope; JSON-RPC errors are kept for protocol
 //! faults (an unknown tool name).
+//!
+//! Here: loading a server (registry, surface, forwarding handlers, per-principal views) and the
+//! MCP handler and stdio loop. Beside it: `surface` (which surface file, read as MCP tools),
+//! `call` (one tools/call), `pool` and `drift` (upstream sessions and the drift gate), `auth`,
+//! `http`, `visibility`, `observe` (audit, metrics) and the Redis stores.
 
 pub mod auth;
+mod call;
 pub mod drift;
 pub mod http;
+// OAuth is one of auth's ways in; it kept the path it had.
 #[cfg(feature = "oauth")]
-pub mod oauth;
+pub use auth::oauth;
 pub mod observe;
 mod pool;
 #[cfg(feature = "redis")]
@@ -22,29 +29,32 @@ mod redis_limits;
 mod redis_link;
 #[cfg(feature = "redis")]
 mod redis_store;
+mod surface;
 mod visibility;
 
 pub use auth::{Auth, Principal};
 pub use http::{run_http, HttpOptions};
 pub use pool::Pool;
+pub use surface::SurfaceChoice;
+
+use call::forward;
 #[cfg(feature = "redis")]
 pub use redis_limits::RedisRate;
 #[cfg(feature = "redis")]
 pub use redis_store::RedisStore;
+use surface::{read_surface, surface_file};
 
-use crate::help::HelpRequest;
 use crate::registry::Registry;
 use crate::runtime::idempotency::IdempotencyStore;
-use crate::runtime::search::SearchRequest;
-use crate::runtime::{Envelope, ExecCall, Gateway, HandlerError, Options, Scope};
+use crate::runtime::{Gateway, Options, Scope};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::{json, Map, Value};
-use std::path::{Path, PathBuf};
+use serde_json::json;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Error codes of the envelopes only the MCP server produces (beside the runtime's).
@@ -58,30 +68,6 @@ pub mod codes {
     /// The upstream's live definition of the tool differs from the compiled one (the drift
     /// gate): the call was not forwarded.
     pub const UPSTREAM_TOOL_CHANGED: &str = "UPSTREAM_TOOL_CHANGED";
-}
-
-/// Which generated surface the server lists.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SurfaceChoice {
-    Gateway,
-    Direct,
-    Profile(String),
-}
-
-impl std::str::FromStr for SurfaceChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "gateway" => Ok(SurfaceChoice::Gateway),
-            "direct" => Ok(SurfaceChoice::Direct),
-            _ => match s.strip_prefix("profile:") {
-                Some(p) if !p.is_empty() => Ok(SurfaceChoice::Profile(p.to_string())),
-                _ => Err(format!(
-                    "`{s}` is not a surface; use gateway, direct or profile:NAME"
-                )),
-            },
-        }
-    }
 }
 
 /// Why a server could not be set up.
@@ -400,251 +386,6 @@ impl Server {
     pub fn tools_for(&self, principal: Option<&Principal>) -> Vec<Tool> {
         self.view(principal).tools.clone()
     }
-
-    /// Answers one `tools/call`. `Err` only for a tool name the surface does not list.
-    pub async fn call(
-        &self,
-        name: &str,
-        args: Option<Map<String, Value>>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_as(name, args, None).await
-    }
-
-    /// [`Server::call`] for `principal`: exec runs in its scope, and help, search and
-    /// envelopes never name an op it may not use.
-    pub async fn call_as(
-        &self,
-        name: &str,
-        args: Option<Map<String, Value>>,
-        principal: Option<&Principal>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let started = std::time::Instant::now();
-        let view = self.view(principal);
-        // The audit keeps a digest of the arguments, taken before the call consumes them.
-        let args = Value::Object(args.unwrap_or_default());
-        let args_b3 = self
-            .inner
-            .observer
-            .audit
-            .as_ref()
-            .map(|_| observe::args_digest(&args));
-        let answer = self.answer_call(name, args, &view).await;
-        let took = started.elapsed();
-        let (op, code) = outcome(name, &answer);
-        // Only ops of the registry the caller may see (or the gateway tool itself) become
-        // labels and audit names: a caller cannot grow the metrics by inventing op names.
-        let known =
-            self.inner.gateway.registry().ops.contains_key(&op) && view.scope.contains_op(&op);
-        let op = if known || op == name {
-            op
-        } else {
-            "unknown".to_string()
-        };
-        self.inner.observer.metrics.call(&op, &code, took);
-        if let (Some(sink), Some(args_b3)) = (&self.inner.observer.audit, args_b3) {
-            sink.write(
-                &observe::CallRecord {
-                    principal: principal.map(|p| p.name.as_str()),
-                    tool: name,
-                    op: &op,
-                    upstream: self.inner.upstream_of.get(&op).map(String::as_str),
-                    code: &code,
-                    took,
-                    args_b3,
-                }
-                .to_json(),
-            );
-        }
-        answer
-    }
-
-    async fn answer_call(
-        &self,
-        name: &str,
-        args: Value,
-        view: &View,
-    ) -> Result<CallToolResult, ErrorData> {
-        let inner = &self.inner;
-        if !view.tool_names.contains(name) {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool `{}`; tools/list names the tools of this server",
-                    crate::diag::escape_controls(name)
-                ),
-                None,
-            ));
-        }
-        let reg = inner.gateway.registry();
-        if name == reg.gateway.help {
-            return Ok(match serde_json::from_value::<HelpRequest>(args) {
-                Ok(req) => json_result(&self.help_for(view, &req), false),
-                Err(e) => bad_gateway_args(name, e),
-            });
-        }
-        if name == reg.gateway.search {
-            return Ok(match serde_json::from_value::<SearchRequest>(args) {
-                Ok(req) => {
-                    let found = inner.gateway.search_in(&req, &view.scope);
-                    let mut v = serde_json::to_value(&found).unwrap_or(Value::Null);
-                    if let Some(h) = &view.hide {
-                        h.scrub(&mut v);
-                    }
-                    json_result(&v, false)
-                }
-                Err(e) => bad_gateway_args(name, e),
-            });
-        }
-        let call = if name == reg.gateway.exec {
-            ExecCall::from_value(&args)
-        } else {
-            // A typed tool of the direct or a profile surface: it is listed under the op's
-            // provider name, a first-class name here (no "call ops by their op name" warning).
-            let op = reg
-                .op_by_tool_name(name)
-                .map_or_else(|| name.to_string(), |r| r.op.clone());
-            ExecCall {
-                op,
-                args: Some(args),
-                ..Default::default()
-            }
-        };
-        let envelope = inner.gateway.exec_in(call, &view.scope).await;
-        Ok(self.answer(envelope, view))
-    }
-
-    /// A help page as `view` may see it: a hidden op or path is an unknown path, and pages
-    /// lose every mention of what is hidden.
-    fn help_for(&self, view: &View, req: &HelpRequest) -> Value {
-        let gw = &self.inner.gateway;
-        let Some(hide) = &view.hide else {
-            return Value::clone(&gw.help(req));
-        };
-        let mut page = Value::clone(&gw.help(req));
-        let served = page.get("path").and_then(Value::as_str).unwrap_or_default();
-        if page.get("error").is_none() && hide.hides_path(served) {
-            // As if it did not exist.
-            page = gw.help_unknown(&req.path);
-        }
-        hide.scrub(&mut page);
-        page
-    }
-
-    /// An envelope as an MCP result: an upstream's own result passes through (with the
-    /// envelope's op, trace and warnings in `_meta`); everything else is the envelope itself.
-    fn answer(&self, envelope: Envelope, view: &View) -> CallToolResult {
-        if envelope.ok && !envelope.meta.dry_run {
-            if let Some(forwarded) = envelope
-                .result
-                .as_ref()
-                .and_then(|r| r.get(FORWARDED))
-                .and_then(|r| serde_json::from_value::<CallToolResult>(r.clone()).ok())
-            {
-                let mut result = forwarded;
-                let mut meta = result.meta.take().unwrap_or_default();
-                let mut warnings = envelope.meta.warnings.clone();
-                if let Some(w) = envelope
-                    .result
-                    .as_ref()
-                    .and_then(|r| r.get(DRIFT_WARNING))
-                    .and_then(Value::as_str)
-                {
-                    warnings.push(w.to_string());
-                }
-                meta.0.insert(
-                    "toolreg".into(),
-                    json!({"op": envelope.op, "trace_id": envelope.meta.trace_id, "warnings": warnings, "registry_version": self.inner.version}),
-                );
-                result.meta = Some(meta);
-                return result;
-            }
-        }
-        let failed = !envelope.ok;
-        let mut v = envelope.to_json();
-        if let Some(h) = &view.hide {
-            h.scrub(&mut v);
-        }
-        json_result(&v, failed)
-    }
-}
-
-/// The op and outcome code of an answer: `ok`, the envelope's error code, `UPSTREAM_ERROR` for an
-/// upstream's own `isError` result, or `PROTOCOL_ERROR` for a JSON-RPC error.
-fn outcome(tool: &str, answer: &Result<CallToolResult, ErrorData>) -> (String, String) {
-    let Ok(r) = answer else {
-        return ("unknown".into(), "PROTOCOL_ERROR".into());
-    };
-    let meta_op = r
-        .meta
-        .as_ref()
-        .and_then(|m| m.0.get("toolreg"))
-        .and_then(|t| t.get("op"))
-        .and_then(Value::as_str);
-    let envelope = r.structured_content.as_ref();
-    let op = meta_op
-        .or_else(|| envelope.and_then(|e| e.get("op")).and_then(Value::as_str))
-        .unwrap_or(tool)
-        .to_string();
-    let code = if r.is_error != Some(true) {
-        "ok".to_string()
-    } else {
-        envelope
-            .and_then(|e| e.pointer("/error/code"))
-            .and_then(Value::as_str)
-            .map_or_else(|| "UPSTREAM_ERROR".to_string(), str::to_owned)
-    };
-    (op, code)
-}
-
-/// The key under which a forwarding handler returns the upstream's result.
-const FORWARDED: &str = "mcp_result";
-/// The key of the drift gate's warning beside it (`--drift warn`).
-const DRIFT_WARNING: &str = "drift_warning";
-
-async fn forward(
-    pool: &Pool,
-    upstream: &str,
-    tool: &str,
-    args: Value,
-) -> Result<Value, HandlerError> {
-    let args = match args {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    let (result, drift_warning) = pool.call(upstream, tool, args).await?;
-    let value = serde_json::to_value(&result).map_err(|e| {
-        HandlerError::internal(format!("the upstream's result did not serialize: {e}"))
-    })?;
-    Ok(match drift_warning {
-        Some(w) => json!({ FORWARDED: value, DRIFT_WARNING: w }),
-        None => json!({ FORWARDED: value }),
-    })
-}
-
-fn json_result(v: &impl serde::Serialize, is_error: bool) -> CallToolResult {
-    let value = serde_json::to_value(v).unwrap_or(Value::Null);
-    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    let mut r = if is_error {
-        CallToolResult::error(vec![ContentBlock::text(text)])
-    } else {
-        CallToolResult::success(vec![ContentBlock::text(text)])
-    };
-    r.structured_content = Some(value);
-    r
-}
-
-/// A help or search call whose arguments do not fit: an envelope like exec's.
-fn bad_gateway_args(tool: &str, e: serde_json::Error) -> CallToolResult {
-    let envelope = json!({
-        "op": tool,
-        "ok": false,
-        "error": {
-            "code": crate::runtime::codes::VALIDATION_ERROR,
-            "message": format!("the arguments of `{tool}` do not fit its schema: {e}"),
-            "details": {"field_errors": []},
-            "help_path": "root",
-        },
-    });
-    json_result(&envelope, true)
 }
 
 /// op -> (upstream, the tool's own name), for every op defined in an upstream's snapshot file.
@@ -660,78 +401,6 @@ fn upstream_ops(reg: &Registry) -> Vec<(String, (String, String))> {
             by_file
                 .get(r.source.file.as_str())
                 .map(|up| (r.op.clone(), (up.to_string(), r.tool_name.clone())))
-        })
-        .collect()
-}
-
-/// The surface's file; a profile is known to exist (its scope was resolved first).
-fn surface_file(dir: &Path, surface: &SurfaceChoice) -> Result<PathBuf, ServeError> {
-    let surfaces = dir.join("surfaces");
-    Ok(match surface {
-        SurfaceChoice::Gateway => surfaces.join("gateway.json"),
-        SurfaceChoice::Direct => surfaces.join("direct.json"),
-        SurfaceChoice::Profile(name) => {
-            // Long names get hashed file names; the header names the profile either way.
-            let want = format!("profile {name}");
-            let folder = surfaces.join("profiles");
-            let entries = std::fs::read_dir(&folder).map_err(|e| ServeError::Surface {
-                path: folder.display().to_string(),
-                message: e.to_string(),
-            })?;
-            let mut paths: Vec<PathBuf> =
-                entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-            paths.sort();
-            paths
-                .into_iter()
-                .find(|p| {
-                    std::fs::read(p)
-                        .ok()
-                        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                        .is_some_and(|v| v.get("surface").and_then(Value::as_str) == Some(&want))
-                })
-                .ok_or_else(|| ServeError::Surface {
-                    path: folder.display().to_string(),
-                    message: format!(
-                        "no surface file for the profile `{name}`; run `toolreg build`"
-                    ),
-                })?
-        }
-    })
-}
-
-/// The surface's tools as MCP tools: name, description and `inputSchema` = the parameters. A
-/// surface of another build than the registry (`registry_version` differs) is refused: its tools
-/// would be listed and then fail as unknown ops.
-fn read_surface(path: &Path, registry_version: &str) -> Result<Vec<Tool>, ServeError> {
-    let err = |message: String| ServeError::Surface {
-        path: path.display().to_string(),
-        message,
-    };
-    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
-    let doc: Value = serde_json::from_slice(&bytes).map_err(|e| err(e.to_string()))?;
-    match doc.get("registry_version").and_then(Value::as_str) {
-        Some(v) if v == registry_version => {}
-        found => {
-            return Err(err(format!(
-                "it was built for registry {}, but registry.json is {registry_version}: the folder mixes two builds; run `toolreg build` (or `toolreg check`) on it",
-                found.unwrap_or("(none)")
-            )))
-        }
-    }
-    let tools = doc
-        .get("tools")
-        .and_then(Value::as_array)
-        .ok_or_else(|| err("has no `tools` array".into()))?;
-    tools
-        .iter()
-        .map(|t| {
-            let f = t.get("function").unwrap_or(t);
-            let tool = json!({
-                "name": f.get("name"),
-                "description": f.get("description"),
-                "inputSchema": f.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"})),
-            });
-            serde_json::from_value::<Tool>(tool).map_err(|e| err(format!("a tool does not fit MCP: {e}")))
         })
         .collect()
 }

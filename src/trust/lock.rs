@@ -154,11 +154,6 @@ impl Lock {
     }
 }
 
-/// Whether `build` keeps a lock for `defs`: it has an overlay or already a lock.
-pub fn wanted(defs: &Path) -> bool {
-    defs.join(crate::compiler::overlay::OVERLAY_FILE).is_file() || defs.join(LOCK_FILE).is_file()
-}
-
 /// Writes the lock when its bytes differ (beside it, then renamed: never half a file).
 /// Returns whether it wrote.
 pub fn write(defs: &Path, lock: &Lock) -> Result<bool, LockError> {

@@ -24,6 +24,10 @@
 //! Links: the output folder itself may be a symbolic link (it is resolved once), but nothing
 //! inside it is followed for writing or removing: a path whose folder or file is a link, or not
 //! a plain folder or file, is refused (TR053) before anything changes.
+//!
+//! Why it is one file: the write transaction (lock, stage, journal, commit, settle, remove by
+//! manifest) is one protocol whose crash-safety argument reads top to bottom; split, one
+//! invariant would be spread over several files. About 210 of its lines are tests.
 
 use crate::diag::{Code, Diagnostic, Location};
 use crate::emit::{FileMap, MANIFEST};

@@ -7,10 +7,14 @@
 //! makes `get_pull_request_files` -> entity `pull_request`, qualifier `files`). Verbs, fillers and
 //! modifiers come from the lexicon ([`words::Lexicon`], kept as data). The result never depends on
 //! file order: every statistic is a count, every tie is broken by name.
+//!
+//! Why it is one file: inference is one catalog-wide pass (parse -> analyze -> decide -> finish ->
+//! resolve collisions) whose steps share private intermediate types (`Parsed`, `Analyzed`,
+//! `Inflect`); the word level lives in `words.rs`. About 110 of its lines are tests.
 
 pub mod words;
 
-use crate::compiler::classify::valid_op;
+use crate::registry::valid_op;
 use std::collections::{BTreeMap, BTreeSet};
 use words::{split_name, Lexicon};
 

@@ -13,6 +13,9 @@
 //! `/.well-known/oauth-protected-resource`. The client's token is removed from the request
 //! before the MCP service sees it, so nothing downstream can forward it. Tokens are never logged.
 
+#[cfg(feature = "oauth")]
+pub mod oauth;
+
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -145,7 +148,7 @@ pub fn new_token(name: &str, scopes: &[String]) -> Result<(String, String), Stri
 pub struct Auth {
     pub tokens: Option<TokenFile>,
     #[cfg(feature = "oauth")]
-    pub oauth: Option<super::oauth::OAuth>,
+    pub oauth: Option<oauth::OAuth>,
     /// This server's resource URL (the `aud` its tokens must carry), e.g.
     /// `https://tools.example/mcp`.
     pub resource: String,

@@ -5,88 +5,53 @@
 //! An exact op or tool name always ranks first. Equal scores go to writes when the query has a
 //! write verb, then by op. A search never answers with nothing: with no match it returns the
 //! directory of groups and entities and a suggestion.
+//!
+//! Why it is one file: the index and its ranking (BM25F scoring, exact names, typo and compound
+//! expansion, fusion with semantic scores) share the index's private tables; words (`words`)
+//! and the no-match answers (`nearest`) live beside it.
+
+mod nearest;
+mod words;
+
+pub use nearest::directory;
+pub use words::{stem, tokenize};
+
+use nearest::nearest_by_spelling;
+use words::{is_stop, one_deletions, phrasing, raw_words, typo_candidate, MIN_TYPO_LEN};
 
 use crate::registry::{Kind, OpRecord, Registry};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
 const NAME: usize = 0;
+
 const TAGS: usize = 1;
+
 const SUMMARY: usize = 2;
+
 const DESCRIPTION: usize = 3;
+
 const ARGS: usize = 4;
+
 const FIELDS: usize = 5;
+
 /// Field weights and length-normalization strengths.
 const WEIGHT: [f64; FIELDS] = [2.0, 2.0, 1.5, 0.8, 0.5];
+
 const B: [f64; FIELDS] = [0.3, 0.3, 0.6, 0.75, 0.5];
+
 const K1: f64 = 1.2;
+
 /// Weight of a synonym relative to the word the user typed.
 const SYNONYM_WEIGHT: f64 = 0.7;
 
-const STOP_WORDS: &str = "a an the of to for in on at by with from and or but my me i we our us you your \
-    this that these those is are was were be been being it its their there here do does did have has had \
-    what which who whom how can could should would will shall may might please so as into than then \
-    some any about up out if just also very really want need like let";
-
 /// Weight of a word found by edit distance for one the catalog lacks ("reciept" -> receipt).
 const TYPO_WEIGHT: f64 = 0.8;
+
 /// Weight of the parts of a compound the catalog splits ("signin" -> sign, in), and of a
 /// compound the catalog joins ("e-mail" -> email).
 const COMPOUND_WEIGHT: f64 = 0.9;
-
-/// Everyday wording (phrasing.json): generic verbs, abbreviations and multi-word phrases ->
-/// the words tool catalogs use. Kept as data; catalog words belong in the overlay.
-#[derive(Deserialize)]
-struct Phrasing {
-    synonyms: BTreeMap<String, String>,
-    abbreviations: BTreeMap<String, String>,
-    phrases: BTreeMap<String, String>,
-}
-
-fn phrasing() -> &'static Phrasing {
-    static DATA: std::sync::OnceLock<Phrasing> = std::sync::OnceLock::new();
-    DATA.get_or_init(|| {
-        serde_json::from_str(include_str!("phrasing.json")).expect("phrasing.json is valid")
-    })
-}
-
-/// Lowercase words of a text as typed (no stop-words removed, no stemming).
-fn raw_words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// Lowercase, stemmed words of a text; identifiers split on `_`, `.`, `-` and camel case.
-pub fn tokenize(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && prev_lower && !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
-            }
-            prev_lower = c.is_lowercase() || c.is_ascii_digit();
-            cur.extend(c.to_lowercase());
-        } else {
-            prev_lower = false;
-            if !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
-            }
-        }
-    }
-    if !cur.is_empty() {
-        words.push(cur);
-    }
-    words
-        .into_iter()
-        .filter(|w| !is_stop(w))
-        .map(|w| stem(&w))
-        .collect()
-}
 
 /// The longest query search reads by default; the rest is ignored (and the answer's `query` is
 /// cut to it), so the work of one search is bounded whatever a caller sends.
@@ -112,59 +77,6 @@ impl Default for SearchLimits {
     }
 }
 
-/// Typed words shorter than this are not corrected: they have too many neighbours (at 4 the
-/// clean MetaTool dev set lost recall@1; 5 keeps it and recovers most misspellings).
-const MIN_TYPO_LEN: usize = 5;
-
-/// Words (stemmed) that take part in typo tolerance.
-fn typo_candidate(w: &str) -> bool {
-    w.chars().count() >= 4 && w.chars().all(char::is_alphabetic)
-}
-
-/// The word with each one letter deleted.
-fn one_deletions(w: &str) -> Vec<String> {
-    let chars: Vec<char> = w.chars().collect();
-    (0..chars.len())
-        .map(|i| chars[..i].iter().chain(&chars[i + 1..]).collect())
-        .collect()
-}
-
-fn is_stop(w: &str) -> bool {
-    STOP_WORDS.split_whitespace().any(|s| s == w)
-}
-
-/// Light, symmetric stemming: plurals, -ing, -ed, and a final `e` (so update / updated /
-/// updating meet).
-pub fn stem(w: &str) -> String {
-    let mut s = w.to_string();
-    if s.len() > 4 && s.ends_with("ies") {
-        s.truncate(s.len() - 3);
-        s.push('y');
-    } else if s.ends_with("sses")
-        || s.ends_with("xes")
-        || s.ends_with("ches")
-        || s.ends_with("shes")
-    {
-        s.truncate(s.len() - 2);
-    } else if s.len() > 3
-        && s.ends_with('s')
-        && !s.ends_with("ss")
-        && !s.ends_with("us")
-        && !s.ends_with("is")
-    {
-        s.truncate(s.len() - 1);
-    }
-    if s.len() > 5 && s.ends_with("ing") {
-        s.truncate(s.len() - 3);
-    } else if s.len() > 4 && s.ends_with("ed") {
-        s.truncate(s.len() - 2);
-    }
-    if s.len() > 3 && s.ends_with('e') {
-        s.truncate(s.len() - 1);
-    }
-    s
-}
-
 struct Doc {
     tf: [HashMap<String, f64>; FIELDS],
     len: [f64; FIELDS],
@@ -176,13 +88,17 @@ struct Doc {
 }
 
 const PART_ENTITY: u8 = 1;
+
 const PART_ACTION: u8 = 2;
+
 const PART_QUALIFIER: u8 = 4;
 
 /// Bonuses when the query names an op's entity, action or qualifier: the op's structure says
 /// more about what it does than any word count in its description.
 const ENTITY_BONUS: f64 = 3.0;
+
 const ACTION_BONUS: f64 = 2.5;
+
 const QUALIFIER_BONUS: f64 = 2.0;
 
 /// One search result.
@@ -244,6 +160,7 @@ pub struct SearchResponse {
 
 /// The default page size and the largest allowed.
 pub const DEFAULT_LIMIT: usize = 5;
+
 pub const MAX_LIMIT: usize = 50;
 
 /// A search index over one registry's ops.
@@ -848,108 +765,6 @@ fn confidence(score: f64) -> f64 {
         return 1.0;
     }
     ((score / (score + 6.0)) * 100.0).round() / 100.0
-}
-
-/// The most query characters the spelling fallback reads: its cost stays bounded whatever a
-/// caller sends.
-const NEAREST_QUERY_CHARS: usize = 256;
-
-/// Character trigrams of lowercased letters and digits, words padded with a space.
-fn trigrams(text: &str, max_chars: usize) -> std::collections::BTreeSet<[char; 3]> {
-    let mut out = std::collections::BTreeSet::new();
-    let cleaned: String = text
-        .chars()
-        .take(max_chars)
-        .map(|c| {
-            if c.is_alphanumeric() {
-                c.to_lowercase().next().unwrap_or(c)
-            } else {
-                ' '
-            }
-        })
-        .collect();
-    for word in cleaned.split_whitespace() {
-        let padded: Vec<char> = std::iter::once(' ')
-            .chain(word.chars())
-            .chain(std::iter::once(' '))
-            .collect();
-        for w in padded.windows(3) {
-            out.insert([w[0], w[1], w[2]]);
-        }
-    }
-    out
-}
-
-/// The ops nearest to a query that no word matched, by shared character trigrams with the op's
-/// name, tool name and summary (Dice coefficient); ties, and a query with no letters at all, go
-/// by op name. Linear in the ops, bounded in the query.
-fn nearest_by_spelling(
-    reg: &Registry,
-    query: &str,
-    allowed: &dyn Fn(&OpRecord) -> bool,
-    limit: usize,
-) -> Vec<Hit> {
-    let q = trigrams(query, NEAREST_QUERY_CHARS);
-    let mut scored: Vec<(f64, &OpRecord)> = reg
-        .ops
-        .values()
-        .filter(|r| allowed(r))
-        .map(|r| {
-            if q.is_empty() {
-                return (0.0, r);
-            }
-            let text = format!("{} {} {}", r.op.replace('.', " "), r.tool_name, r.summary);
-            let t = trigrams(&text, 2_000);
-            let shared = q.intersection(&t).count();
-            (2.0 * shared as f64 / (q.len() + t.len()).max(1) as f64, r)
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.op.cmp(&b.1.op)));
-    scored
-        .into_iter()
-        .take(limit)
-        .enumerate()
-        .map(|(i, (score, r))| Hit {
-            op: r.op.clone(),
-            tool_name: r.tool_name.clone(),
-            summary: r.summary.clone(),
-            kind: r.kind,
-            // Below any real match's confidence: a guess by spelling.
-            confidence: (score * 20.0).round() / 100.0,
-            usage: (i < 3).then(|| r.usage()),
-            required_args: (i < 3).then(|| r.required_args.clone()),
-        })
-        .collect()
-}
-
-/// Groups and their entities with op counts, for empty answers.
-pub fn directory(reg: &Registry, allowed: &dyn Fn(&OpRecord) -> bool) -> Value {
-    let mut groups = Vec::new();
-    for (g, node) in &reg.tree {
-        let mut entities = BTreeMap::new();
-        for (e, en) in &node.entities {
-            let n = en
-                .ops
-                .iter()
-                .filter(|o| reg.ops.get(*o).is_some_and(allowed))
-                .count();
-            if n > 0 {
-                entities.insert(format!("{g}.{e}"), n);
-            }
-        }
-        let direct = node
-            .ops
-            .iter()
-            .filter(|o| reg.ops.get(*o).is_some_and(allowed))
-            .count();
-        let total: usize = entities.values().sum::<usize>() + direct;
-        if total > 0 {
-            groups.push(
-                json!({"path": g, "summary": node.summary, "ops": total, "entities": entities}),
-            );
-        }
-    }
-    Value::Array(groups)
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 //! Counting dominates the report's cost, so every distinct text is counted once, and the counts
 //! are spread over the machine's cores.
 
+use crate::compiler::surfaces::{self, ToolDef};
 use crate::help::HelpDoc;
 use crate::registry::Registry;
-use crate::surfaces::{self, ToolDef};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -116,7 +116,7 @@ fn sizes_with(texts: &[&str], cl100k: bool) -> Vec<Size> {
         .filter(|&(_, o200k)| o200k || cl100k)
         .collect();
     jobs.sort_by_key(|&(i, o200k)| (std::cmp::Reverse(unique[i].len()), i, o200k));
-    let counts = crate::parallel::map_in_order(&jobs, |&(i, o200k)| {
+    let counts = crate::compiler::parallel::map_in_order(&jobs, |&(i, o200k)| {
         let t = Tokens::get();
         let n = if o200k {
             t.o200k(unique[i])

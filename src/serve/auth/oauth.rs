@@ -4,7 +4,7 @@
 //! restart. Signature, `iss`, `aud`, `exp` and `nbf` are checked by `jsonwebtoken`; only the
 //! listed algorithms are accepted (never `none`, never HMAC with a public key).
 
-use super::auth::Principal;
+use super::Principal;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;

@@ -1,0 +1,138 @@
+//! The gateway tools' names (overlay `[gateway]`, checked against the catalog's own tool
+//! names) and the search settings the runtime reads.
+
+use crate::compiler::load::Loaded;
+use crate::compiler::overlay::{LoadedOverlay, Overlay};
+use crate::diag::{Code, Diagnostic, Diagnostics};
+use crate::registry::{GatewayNames, OpRecord};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The gateway tools' names must differ from each other and from every tool the model may also
+/// see, and be valid provider names (checked like every tool name).
+pub(super) fn check_gateway_names(
+    names: &GatewayNames,
+    ops: &BTreeMap<String, OpRecord>,
+    lo: &LoadedOverlay,
+    diags: &mut Diagnostics,
+) {
+    let g = &lo.overlay.gateway;
+    let entries = [
+        ("help", &names.help, &g.help),
+        ("exec", &names.exec, &g.exec),
+        ("search", &names.search, &g.search),
+    ];
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (role, name, spanned) in entries {
+        let loc = spanned
+            .as_ref()
+            .map_or_else(|| lo.loc(0..0), |s| lo.loc(s.span()));
+        let problem = if !crate::compiler::enrich::provider_valid(name) {
+            Some("is not a valid provider tool name (^[a-zA-Z0-9_-]{1,64}$)".to_string())
+        } else if let Some(other) = seen.get(name.as_str()) {
+            Some(format!("is also the `{other}` tool's name"))
+        } else {
+            ops.values()
+                .find(|r| r.provider_name == *name || r.tool_name == *name)
+                .map(|r| format!("is the name of the tool `{}` (op `{}`)", r.tool_name, r.op))
+        };
+        seen.insert(name, role);
+        if let Some(p) = problem {
+            diags.push(
+                Diagnostic::new(
+                    Code::OverlayInvalid,
+                    format!("[gateway] {role} = `{}` {p}", name.escape_debug()),
+                )
+                .at(loc)
+                .help("every tool the model sees needs its own provider-safe name; pick another under [gateway]"),
+            );
+        }
+    }
+}
+
+/// The gateway tools' names: the overlay's, else the defaults. A default that a catalog tool
+/// already has (a real server may well call a tool `tool_search`) is replaced by the first free
+/// name of `toolreg_<role>`, `toolreg_<role>_2`, ... with a warning: the catalog is not the team's
+/// to rename, and the gateway's names are. A name the overlay pinned keeps the error.
+pub(super) fn gateway_names(
+    overlay: &Overlay,
+    ops: &BTreeMap<String, OpRecord>,
+    loaded: &Loaded,
+    diags: &mut Diagnostics,
+) -> GatewayNames {
+    let d = GatewayNames::default();
+    let g = &overlay.gateway;
+    let taken: BTreeSet<&str> = ops
+        .values()
+        .flat_map(|r| [r.tool_name.as_str(), r.provider_name.as_str()])
+        .collect();
+    let mut chosen: BTreeSet<String> = [&g.help, &g.exec, &g.search]
+        .into_iter()
+        .flatten()
+        .map(|s| s.get_ref().clone())
+        .collect();
+    let mut pick = |role: &str, v: &Option<toml::Spanned<String>>, default: String| {
+        if let Some(s) = v {
+            return s.get_ref().clone();
+        }
+        if !taken.contains(default.as_str()) {
+            chosen.insert(default.clone());
+            return default;
+        }
+        let name = (1..)
+            .map(|n| match n {
+                1 => format!("toolreg_{role}"),
+                n => format!("toolreg_{role}_{n}"),
+            })
+            .find(|c| !taken.contains(c.as_str()) && !chosen.contains(c))
+            .unwrap_or_default();
+        chosen.insert(name.clone());
+        let owner = ops
+            .values()
+            .find(|r| r.tool_name == default || r.provider_name == default);
+        let mut d = Diagnostic::new(
+            Code::GatewayRenamed,
+            format!(
+                "the catalog has a tool named `{default}`{}; the {role} gateway tool is `{name}` instead",
+                owner.map(|r| format!(" (op `{}`)", r.op)).unwrap_or_default()
+            ),
+        );
+        if let Some(file) = owner.and_then(|r| {
+            let i = loaded.files.iter().position(|f| f.rel == r.source.file)?;
+            Some(loaded.loc(i, r.source.pointer.clone()))
+        }) {
+            d = d.at(file);
+        }
+        diags.push(d.help(format!(
+            "to choose the name yourself, set `{role} = \"...\"` under [gateway] in toolreg.toml"
+        )));
+        name
+    };
+    GatewayNames {
+        help: pick("help", &g.help, d.help),
+        exec: pick("exec", &g.exec, d.exec),
+        search: pick("search", &g.search, d.search),
+    }
+}
+
+/// `[search]` -> the registry's search settings; a weight outside 0..1 is TR020 at its value.
+pub(super) fn search_settings(
+    lo: &LoadedOverlay,
+    diags: &mut Diagnostics,
+) -> crate::registry::SearchSettings {
+    let semantic_weight = lo.overlay.search.semantic_weight.as_ref().and_then(|w| {
+        let value = *w.get_ref();
+        if (0.0..=1.0).contains(&value) {
+            return Some(value);
+        }
+        diags.push(
+            Diagnostic::new(
+                Code::OverlayInvalid,
+                format!("[search] semantic_weight = {value} is not within 0..1"),
+            )
+            .at(lo.loc(w.span()))
+            .help("0 ranks lexically only, 1 by semantic similarity only; the default is 0.3"),
+        );
+        None
+    });
+    crate::registry::SearchSettings { semantic_weight }
+}

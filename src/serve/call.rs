@@ -1,0 +1,258 @@
+//! One `tools/call`: the caller's view (visibility, scope), the gateway tools (help, search,
+//! exec) or a direct tool as an exec of its op, forwarding to the upstream that owns an op, and
+//! the answer as an MCP result (envelopes, forwarded results as they came, drift warnings).
+
+use super::{observe, Pool, Principal, Server, View};
+use crate::help::HelpRequest;
+use crate::runtime::search::SearchRequest;
+use crate::runtime::{Envelope, ExecCall, HandlerError};
+use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::ErrorData;
+use serde_json::{json, Map, Value};
+
+impl Server {
+    /// Answers one `tools/call`. `Err` only for a tool name the surface does not list.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Option<Map<String, Value>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call_as(name, args, None).await
+    }
+
+    /// [`Server::call`] for `principal`: exec runs in its scope, and help, search and
+    /// envelopes never name an op it may not use.
+    pub async fn call_as(
+        &self,
+        name: &str,
+        args: Option<Map<String, Value>>,
+        principal: Option<&Principal>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let started = std::time::Instant::now();
+        let view = self.view(principal);
+        // The audit keeps a digest of the arguments, taken before the call consumes them.
+        let args = Value::Object(args.unwrap_or_default());
+        let args_b3 = self
+            .inner
+            .observer
+            .audit
+            .as_ref()
+            .map(|_| observe::args_digest(&args));
+        let answer = self.answer_call(name, args, &view).await;
+        let took = started.elapsed();
+        let (op, code) = outcome(name, &answer);
+        // Only ops of the registry the caller may see (or the gateway tool itself) become
+        // labels and audit names: a caller cannot grow the metrics by inventing op names.
+        let known =
+            self.inner.gateway.registry().ops.contains_key(&op) && view.scope.contains_op(&op);
+        let op = if known || op == name {
+            op
+        } else {
+            "unknown".to_string()
+        };
+        self.inner.observer.metrics.call(&op, &code, took);
+        if let (Some(sink), Some(args_b3)) = (&self.inner.observer.audit, args_b3) {
+            sink.write(
+                &observe::CallRecord {
+                    principal: principal.map(|p| p.name.as_str()),
+                    tool: name,
+                    op: &op,
+                    upstream: self.inner.upstream_of.get(&op).map(String::as_str),
+                    code: &code,
+                    took,
+                    args_b3,
+                }
+                .to_json(),
+            );
+        }
+        answer
+    }
+
+    async fn answer_call(
+        &self,
+        name: &str,
+        args: Value,
+        view: &View,
+    ) -> Result<CallToolResult, ErrorData> {
+        let inner = &self.inner;
+        if !view.tool_names.contains(name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{}`; tools/list names the tools of this server",
+                    crate::diag::escape_controls(name)
+                ),
+                None,
+            ));
+        }
+        let reg = inner.gateway.registry();
+        if name == reg.gateway.help {
+            return Ok(match serde_json::from_value::<HelpRequest>(args) {
+                Ok(req) => json_result(&self.help_for(view, &req), false),
+                Err(e) => bad_gateway_args(name, e),
+            });
+        }
+        if name == reg.gateway.search {
+            return Ok(match serde_json::from_value::<SearchRequest>(args) {
+                Ok(req) => {
+                    let found = inner.gateway.search_in(&req, &view.scope);
+                    let mut v = serde_json::to_value(&found).unwrap_or(Value::Null);
+                    if let Some(h) = &view.hide {
+                        h.scrub(&mut v);
+                    }
+                    json_result(&v, false)
+                }
+                Err(e) => bad_gateway_args(name, e),
+            });
+        }
+        let call = if name == reg.gateway.exec {
+            ExecCall::from_value(&args)
+        } else {
+            // A typed tool of the direct or a profile surface: it is listed under the op's
+            // provider name, a first-class name here (no "call ops by their op name" warning).
+            let op = reg
+                .op_by_tool_name(name)
+                .map_or_else(|| name.to_string(), |r| r.op.clone());
+            ExecCall {
+                op,
+                args: Some(args),
+                ..Default::default()
+            }
+        };
+        let envelope = inner.gateway.exec_in(call, &view.scope).await;
+        Ok(self.answer(envelope, view))
+    }
+
+    /// A help page as `view` may see it: a hidden op or path is an unknown path, and pages
+    /// lose every mention of what is hidden.
+    fn help_for(&self, view: &View, req: &HelpRequest) -> Value {
+        let gw = &self.inner.gateway;
+        let Some(hide) = &view.hide else {
+            return Value::clone(&gw.help(req));
+        };
+        let mut page = Value::clone(&gw.help(req));
+        let served = page.get("path").and_then(Value::as_str).unwrap_or_default();
+        if page.get("error").is_none() && hide.hides_path(served) {
+            // As if it did not exist.
+            page = gw.help_unknown(&req.path);
+        }
+        hide.scrub(&mut page);
+        page
+    }
+
+    /// An envelope as an MCP result: an upstream's own result passes through (with the
+    /// envelope's op, trace and warnings in `_meta`); everything else is the envelope itself.
+    fn answer(&self, envelope: Envelope, view: &View) -> CallToolResult {
+        if envelope.ok && !envelope.meta.dry_run {
+            if let Some(forwarded) = envelope
+                .result
+                .as_ref()
+                .and_then(|r| r.get(FORWARDED))
+                .and_then(|r| serde_json::from_value::<CallToolResult>(r.clone()).ok())
+            {
+                let mut result = forwarded;
+                let mut meta = result.meta.take().unwrap_or_default();
+                let mut warnings = envelope.meta.warnings.clone();
+                if let Some(w) = envelope
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.get(DRIFT_WARNING))
+                    .and_then(Value::as_str)
+                {
+                    warnings.push(w.to_string());
+                }
+                meta.0.insert(
+                    "toolreg".into(),
+                    json!({"op": envelope.op, "trace_id": envelope.meta.trace_id, "warnings": warnings, "registry_version": self.inner.version}),
+                );
+                result.meta = Some(meta);
+                return result;
+            }
+        }
+        let failed = !envelope.ok;
+        let mut v = envelope.to_json();
+        if let Some(h) = &view.hide {
+            h.scrub(&mut v);
+        }
+        json_result(&v, failed)
+    }
+}
+
+/// The op and outcome code of an answer: `ok`, the envelope's error code, `UPSTREAM_ERROR` for an
+/// upstream's own `isError` result, or `PROTOCOL_ERROR` for a JSON-RPC error.
+fn outcome(tool: &str, answer: &Result<CallToolResult, ErrorData>) -> (String, String) {
+    let Ok(r) = answer else {
+        return ("unknown".into(), "PROTOCOL_ERROR".into());
+    };
+    let meta_op = r
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("toolreg"))
+        .and_then(|t| t.get("op"))
+        .and_then(Value::as_str);
+    let envelope = r.structured_content.as_ref();
+    let op = meta_op
+        .or_else(|| envelope.and_then(|e| e.get("op")).and_then(Value::as_str))
+        .unwrap_or(tool)
+        .to_string();
+    let code = if r.is_error != Some(true) {
+        "ok".to_string()
+    } else {
+        envelope
+            .and_then(|e| e.pointer("/error/code"))
+            .and_then(Value::as_str)
+            .map_or_else(|| "UPSTREAM_ERROR".to_string(), str::to_owned)
+    };
+    (op, code)
+}
+
+/// The key under which a forwarding handler returns the upstream's result.
+const FORWARDED: &str = "mcp_result";
+/// The key of the drift gate's warning beside it (`--drift warn`).
+const DRIFT_WARNING: &str = "drift_warning";
+
+pub(super) async fn forward(
+    pool: &Pool,
+    upstream: &str,
+    tool: &str,
+    args: Value,
+) -> Result<Value, HandlerError> {
+    let args = match args {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let (result, drift_warning) = pool.call(upstream, tool, args).await?;
+    let value = serde_json::to_value(&result).map_err(|e| {
+        HandlerError::internal(format!("the upstream's result did not serialize: {e}"))
+    })?;
+    Ok(match drift_warning {
+        Some(w) => json!({ FORWARDED: value, DRIFT_WARNING: w }),
+        None => json!({ FORWARDED: value }),
+    })
+}
+
+fn json_result(v: &impl serde::Serialize, is_error: bool) -> CallToolResult {
+    let value = serde_json::to_value(v).unwrap_or(Value::Null);
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    let mut r = if is_error {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    r.structured_content = Some(value);
+    r
+}
+
+/// A help or search call whose arguments do not fit: an envelope like exec's.
+fn bad_gateway_args(tool: &str, e: serde_json::Error) -> CallToolResult {
+    let envelope = json!({
+        "op": tool,
+        "ok": false,
+        "error": {
+            "code": crate::runtime::codes::VALIDATION_ERROR,
+            "message": format!("the arguments of `{tool}` do not fit its schema: {e}"),
+            "details": {"field_errors": []},
+            "help_path": "root",
+        },
+    });
+    json_result(&envelope, true)
+}
