@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{stderr, toolreg};
+use common::{repo, stderr, toolreg};
 use std::fs;
 
 const CATALOGS: &[(&str, &str)] = &[
@@ -193,4 +193,47 @@ fn every_command_has_help_and_usage_errors_exit_2() {
         toolreg(&repo, &["lint", "--format", "yaml"]).status.code(),
         Some(2)
     );
+}
+
+#[test]
+fn report_and_policy_print_from_a_catalog_and_refuse_a_broken_one() {
+    let repo = repo();
+    let out = toolreg(&repo, &["report", "-d", "definitions"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    // The example catalog: 56 tools on the direct surface, 3 gateway tools.
+    assert!(
+        table.contains("full catalog (direct.json)       56"),
+        "{table}"
+    );
+    assert!(
+        table.contains("gateway                           3"),
+        "{table}"
+    );
+    let out = toolreg(&repo, &["report", "-d", "definitions", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["full_catalog"]["tools"], 56, "{json}");
+    assert_eq!(json["gateway"]["tools"], 3, "{json}");
+
+    // A drafted policy is overlay TOML that parses, for the op asked.
+    let out = toolreg(
+        &repo,
+        &["policy", "-d", "definitions", "--draft", "onto.task.create"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let drafted: toml::Table = String::from_utf8_lossy(&out.stdout).parse().unwrap();
+    assert!(drafted["ops"]["onto.task.create"]["policy"]["do"]
+        .as_array()
+        .is_some_and(|d| !d.is_empty()));
+
+    // A catalog that does not compile: its diagnostics, exit 2, nothing on stdout.
+    for args in [
+        &["report", "-d", "tests/bad/malformed_json"][..],
+        &["policy", "-d", "tests/bad/malformed_json", "--draft", "x.y"][..],
+    ] {
+        let out = toolreg(&repo, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains("error[TR005]"), "{}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }

@@ -450,14 +450,7 @@ async fn serve_lists_direct_and_profile_surfaces_and_stops_on_sigterm() {
     // SIGTERM: `--eager` starts both upstreams at once; both are gone after the server exits.
     let _ = std::fs::remove_file(w.state("memory", "pid"));
     let _ = std::fs::remove_file(w.state("filesystem", "pid"));
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args(["serve", "--eager", "--registry", w.gen.to_str().unwrap()])
-        .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
-        .env("TOOLREG_APPROVALS", approvals())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut serve = spawn_eager_serve(&w);
     let deadline = Instant::now() + Duration::from_secs(15);
     while !(w.state("memory", "pid").exists() && w.state("filesystem", "pid").exists()) {
         assert!(
@@ -484,14 +477,7 @@ async fn serve_lists_direct_and_profile_surfaces_and_stops_on_sigterm() {
     // A client that hangs up before the handshake (what `Child::wait` does to our stdin right
     // after a SIGTERM, or a supervisor's probe) is a clean end too: exit 0, no orphans.
     let _ = std::fs::remove_file(w.state("memory", "pid"));
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args(["serve", "--eager", "--registry", w.gen.to_str().unwrap()])
-        .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
-        .env("TOOLREG_APPROVALS", approvals())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut serve = spawn_eager_serve(&w);
     let deadline = Instant::now() + Duration::from_secs(15);
     while !w.state("memory", "pid").exists() {
         assert!(Instant::now() < deadline, "--eager did not start memory");
@@ -506,6 +492,18 @@ async fn serve_lists_direct_and_profile_surfaces_and_stops_on_sigterm() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!alive(memory), "an upstream outlived the hang-up");
+}
+
+/// `toolreg serve --eager` over stdio on the world's build, its stdin and stdout piped.
+fn spawn_eager_serve(w: &World) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(["serve", "--eager", "--registry", w.gen.to_str().unwrap()])
+        .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
+        .env("TOOLREG_APPROVALS", approvals())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 #[test]

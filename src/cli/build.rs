@@ -165,12 +165,20 @@ pub(super) fn lint(defs: Definitions, format: LintFormat) -> ExitCode {
     }
 }
 
+/// The compiled registry, or its diagnostics shown and exit code 2.
+fn compiled(defs: &Definitions) -> Result<toolreg::Registry, ExitCode> {
+    let g = generate(&defs.definitions, &[]);
+    g.compiled.registry.ok_or_else(|| {
+        show(&g.compiled.diagnostics, Format::Text, defs.verbose);
+        ExitCode::from(2)
+    })
+}
+
 /// Character and token counts of every surface.
 pub(super) fn report(defs: Definitions, format: Format) -> ExitCode {
-    let g = generate(&defs.definitions, &[]);
-    let Some(reg) = g.compiled.registry else {
-        show(&g.compiled.diagnostics, Format::Text, defs.verbose);
-        return ExitCode::from(2);
+    let reg = match compiled(&defs) {
+        Ok(reg) => reg,
+        Err(code) => return code,
     };
     let help = toolreg::emit::help::build(&reg);
     let report = toolreg::report::build(&reg, &help);
@@ -186,10 +194,9 @@ pub(super) fn report(defs: Definitions, format: Format) -> ExitCode {
 
 /// The policy drafted from an op's description, as overlay TOML.
 pub(super) fn policy(defs: Definitions, draft: String) -> ExitCode {
-    let g = generate(&defs.definitions, &[]);
-    let Some(reg) = g.compiled.registry else {
-        show(&g.compiled.diagnostics, Format::Text, defs.verbose);
-        return ExitCode::from(2);
+    let reg = match compiled(&defs) {
+        Ok(reg) => reg,
+        Err(code) => return code,
     };
     let record = reg.ops.get(&draft).or_else(|| reg.op_by_tool_name(&draft));
     let Some(record) = record else {
