@@ -11,18 +11,11 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn toolreg(approvals: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args(args)
-        .env("TOOLREG_APPROVALS", approvals)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::toolreg_approved_by as toolreg;
 
 /// The tools as first reviewed: a read and a write.
 fn reviewed_tools() -> Value {

@@ -13,15 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A toolreg run whose approvals live in `approvals` (never the user's own file).
-fn toolreg(approvals: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args(args)
-        .env("TOOLREG_APPROVALS", approvals)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::toolreg_approved_by as toolreg;
 
 fn err(o: &Output) -> String {
     common::stderr(o)

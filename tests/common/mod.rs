@@ -38,6 +38,16 @@ pub fn toolreg(cwd: &Path, args: &[&str]) -> Output {
         .expect("toolreg runs")
 }
 
+/// A toolreg run (no stdin) whose approvals live in `approvals`, never the user's own file.
+pub fn toolreg_approved_by(approvals: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(args)
+        .env("TOOLREG_APPROVALS", approvals)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
