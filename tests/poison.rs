@@ -433,3 +433,149 @@ fn what_a_build_renders_from_hostile_text_is_inert() {
         assert!(text.contains("Lists pages"), "{args:?}: {text}");
     }
 }
+
+/// Issue 35, item 1: mdBook expands `{{#include PATH}}` anywhere in a chapter, code blocks
+/// included. Directive syntax in a tool's own text is a TR090 error (a third-party tool is
+/// quarantined); overlay text, which the lint does not read, reaches the pages with every `{{`
+/// written so that the real `mdbook build` publishes the text and never the file it names.
+#[test]
+fn mdbook_directives_in_catalog_text_never_publish_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = tmp.path().join("secret.txt");
+    std::fs::write(&secret, "TOPSECRET-0xC0FFEE\n").unwrap();
+    let secret = secret.to_str().unwrap();
+
+    // 1. The lint: in a description, an argument description and an enum value, with and
+    //    without spaces; first-party is an error, third-party a quarantine.
+    let defs = tmp.path().join("lint");
+    std::fs::create_dir_all(&defs).unwrap();
+    let tools = serde_json::json!([
+        {"type": "function", "function": {"name": "list_pages",
+            "description": format!("Lists pages. {{{{#include {secret}}}}}"),
+            "parameters": {"type": "object", "properties": {
+                "q": {"type": "string", "description": "Query {{ #playground ../../../../etc/passwd }}"},
+                "mode": {"type": "string", "enum": ["a", "{{#rustdoc_include ../.git/config}}"]}},
+                "additionalProperties": false}}}
+    ]);
+    std::fs::write(defs.join("tools.json"), tools.to_string()).unwrap();
+    let found: Vec<Value> = poison(&defs)
+        .into_iter()
+        .filter(|d| d["message"].as_str().unwrap_or("").contains("mdBook"))
+        .collect();
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert!(found.iter().all(|d| d["code"] == "TR090"), "{found:#?}");
+    let pointers: BTreeSet<&str> = found
+        .iter()
+        .filter_map(|d| d["location"]["pointer"].as_str())
+        .collect();
+    assert!(pointers.contains("/0/function/description"), "{pointers:?}");
+    let build = toolreg(
+        &repo(),
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            tmp.path().join("never").to_str().unwrap(),
+        ],
+    );
+    assert!(!build.status.success(), "{}", stderr(&build));
+    assert!(stderr(&build).contains("[docs-directive]"));
+    assert!(!tmp.path().join("never").exists(), "nothing written");
+
+    // 2. Overlay text everywhere a page shows it: registry name, group summary, op summary,
+    //    policy, example description and example values (a JSON block), a default value.
+    let defs = tmp.path().join("docs");
+    std::fs::create_dir_all(&defs).unwrap();
+    let tools = serde_json::json!([
+        {"type": "function", "function": {"name": "list_pages", "description": "Lists pages.",
+            "parameters": {"type": "object", "properties": {
+                "q": {"type": "string", "description": "What to look for."}},
+                "additionalProperties": false}}}
+    ]);
+    std::fs::write(defs.join("tools.json"), tools.to_string()).unwrap();
+    let d = |s: &str| s.replace("PATH", secret);
+    let overlay = d(r#"[registry]
+name = "pages"
+description = "Pages {{#include PATH}}"
+
+[groups.tools]
+summary = "Tools {{#include PATH}}"
+
+[ops."tools.page.list"]
+summary = "Lists pages {{ #include PATH }} and {{{#include PATH}}}"
+
+[ops."tools.page.list".policy]
+do = ["When asked {{#include PATH}}"]
+
+[[ops."tools.page.list".examples]]
+description = "Example {{#include PATH}}"
+args = { q = "{{#include PATH}}" }
+"#);
+    std::fs::write(defs.join("toolreg.toml"), overlay).unwrap();
+    let out = tmp.path().join("gen");
+    let build = toolreg(
+        &repo(),
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--emit",
+            "docs",
+        ],
+    );
+    assert!(build.status.success(), "{}", stderr(&build));
+    let mut pages = 0;
+    for e in walkdir::WalkDir::new(out.join("docs/src"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
+    {
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        assert!(!text.contains("{{"), "{}: {text}", e.path().display());
+        pages += 1;
+    }
+    assert!(pages >= 4, "{pages}");
+    let page = walkdir::WalkDir::new(out.join("docs/src"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy() == "tools.page.list.md")
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("the op page");
+    // The example's JSON block still parses, and to the value the overlay gave.
+    let block = page
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .unwrap();
+    let example: Value = serde_json::from_str(block).unwrap();
+    assert_eq!(
+        example["args"]["q"],
+        Value::from(format!("{{{{#include {secret}}}}}"))
+    );
+
+    let site = tmp.path().join("site");
+    let mdbook = repo().join("target/ci-tools/bin/mdbook");
+    assert!(mdbook.exists(), "scripts/test installs mdBook");
+    let o = std::process::Command::new(mdbook)
+        .arg("build")
+        .arg(out.join("docs"))
+        .arg("-d")
+        .arg(&site)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut html = String::new();
+    for e in walkdir::WalkDir::new(&site)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "html"))
+    {
+        html.push_str(&std::fs::read_to_string(e.path()).unwrap());
+    }
+    assert!(!html.contains("TOPSECRET"), "the site published the file");
+    // The text itself is shown: the group summary reads as written.
+    assert!(html.contains("Tools {{#include"), "shown as text");
+}

@@ -428,3 +428,157 @@ async fn an_upstream_token_comes_from_the_environment_and_is_written_nowhere() {
         assert!(!failed.contains(secret), "{secret} in {failed}");
     }
 }
+
+/// A toolreg run in the folder `cwd`, with its approvals in `approvals`.
+fn toolreg_in(cwd: &Path, approvals: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(args)
+        .current_dir(cwd)
+        .env("TOOLREG_APPROVALS", approvals)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A checkout whose `[upstreams.notes]` is the form the guide used to recommend,
+/// `npx -y @acme/notes-server@1.2.3`.
+fn npx_checkout(root: &Path) -> PathBuf {
+    let defs = root.join("defs");
+    std::fs::create_dir_all(&defs).unwrap();
+    std::fs::write(defs.join("notes.mcp.json"), SNAPSHOT).unwrap();
+    std::fs::write(
+        defs.join("toolreg.toml"),
+        "[upstreams.notes]\ncommand = \"npx\"\nargs = [\"-y\", \"@acme/notes-server@1.2.3\"]\n",
+    )
+    .unwrap();
+    defs
+}
+
+/// What a pull request commits: `node_modules/@acme/notes-server` at the pinned version, whose
+/// bin touches `marker` (npx runs it offline, since the version matches).
+fn plant_package(checkout: &Path, marker: &Path) {
+    let pkg = checkout.join("node_modules/@acme/notes-server");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        r#"{"name": "@acme/notes-server", "version": "1.2.3", "bin": {"notes-server": "cli.js"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("cli.js"),
+        format!(
+            "#!/usr/bin/env node\nrequire('fs').writeFileSync({:?}, 'ran');\n",
+            marker.display().to_string()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(pkg.join("cli.js"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let bin = checkout.join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink("../@acme/notes-server/cli.js", bin.join("notes-server"))
+            .unwrap();
+    }
+}
+
+/// Issue 35, item 2: an approval made in one folder never runs another folder's code. The same
+/// `[upstreams]` lines in a second checkout that carries a committed `node_modules/` copy of the
+/// pinned package are refused before anything starts, and so is a copy a pull request adds to
+/// the approved checkout itself; after a person approves that copy where it is, it runs (which
+/// shows npx really takes it, offline).
+#[test]
+fn an_approval_covers_the_folder_and_the_code_a_package_runner_would_take() {
+    if Command::new("npx").arg("--version").output().is_err() {
+        panic!("npx is needed (scripts/test installs Node with the MCP reference servers)");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let approvals = root.join("state/approved.toml");
+    let marker = root.join("PWNED");
+    let a = root.join("a");
+    let b = root.join("b");
+    npx_checkout(&a);
+    npx_checkout(&b);
+    plant_package(&b, &marker);
+
+    // A developer approves the spec in checkout a (no node_modules there).
+    let out = toolreg_in(&a, &approvals, &["approve", "-d", "defs"]);
+    assert!(out.status.success(), "{}", err(&out));
+    let stored = std::fs::read_to_string(&approvals).unwrap();
+    assert!(
+        stored.contains(&format!("place = {:?}", a.display().to_string())),
+        "{stored}"
+    );
+    let out = toolreg_in(&a, &approvals, &["lint", "-d", "defs"]);
+    assert!(!err(&out).contains("TR082"), "approved in a: {}", err(&out));
+
+    // Checkout b: same toolreg.toml, same lock, plus the planted package: refused, nothing ran.
+    for args in [
+        vec!["import", "--check", "-d", "defs"],
+        vec!["approve", "-d", "defs", "--list"],
+    ] {
+        let out = toolreg_in(&b, &approvals, &args);
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {}", err(&out));
+        let said = format!("{}{}", err(&out), String::from_utf8_lossy(&out.stdout));
+        assert!(said.contains("approved to run in"), "{args:?}: {said}");
+    }
+    let out = toolreg_in(&b, &approvals, &["lint", "-d", "defs"]);
+    assert!(
+        err(&out).contains("TR082") && err(&out).contains("approved to run in"),
+        "lint names it: {}",
+        err(&out)
+    );
+    let out = toolreg_in(&b, &approvals, &["build", "-d", "defs", "--out", "gen"]);
+    assert!(out.status.success(), "{}", err(&out));
+    let out = toolreg_in(&b, &approvals, &["serve", "--registry", "gen", "--eager"]);
+    assert_eq!(out.status.code(), Some(2), "{}", err(&out));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "checkout b's code ran on a's approval");
+
+    // A pull request that only adds node_modules/ to the approved checkout a: refused too.
+    plant_package(&a, &marker);
+    let out = toolreg_in(&a, &approvals, &["import", "--check", "-d", "defs"]);
+    assert_eq!(out.status.code(), Some(2), "{}", err(&out));
+    assert!(
+        err(&out).contains("node_modules/@acme/notes-server"),
+        "names the copy: {}",
+        err(&out)
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "the planted copy ran");
+
+    // Approved where it is, after reading it: it runs, and npx took the local copy offline.
+    let out = toolreg_in(&b, &approvals, &["approve", "-d", "defs"]);
+    assert!(out.status.success(), "{}", err(&out));
+    assert!(err(&out).contains("takes code from"), "{}", err(&out));
+    let out = toolreg_in(&b, &approvals, &["import", "--check", "-d", "defs"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "not an MCP server: {}",
+        err(&out)
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !marker.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(marker.exists(), "npx ran the local copy: {}", err(&out));
+    std::fs::remove_file(&marker).unwrap();
+
+    // An edit to one file of the approved copy is a new launch.
+    let cli = b.join("node_modules/@acme/notes-server/cli.js");
+    let text = std::fs::read_to_string(&cli).unwrap();
+    std::fs::write(&cli, text.replace("'ran'", "'ran again'")).unwrap();
+    let out = toolreg_in(&b, &approvals, &["import", "--check", "-d", "defs"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err(&out).contains("changed since it was approved"),
+        "{}",
+        err(&out)
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "an edited copy ran");
+}

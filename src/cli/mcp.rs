@@ -270,13 +270,19 @@ pub fn approve(args: ApproveArgs) -> ExitCode {
         };
         let mut missing = 0;
         for (n, u) in &chosen {
-            let ok = store.is_approved(n, u);
-            missing += usize::from(!ok);
+            let why = store.why_not(n, u);
+            missing += usize::from(why.is_some());
             println!(
-                "{}  [upstreams.{}] runs `{}`",
-                if ok { "approved    " } else { "NOT approved" },
+                "{}  [upstreams.{}] runs `{}`{}",
+                if why.is_none() {
+                    "approved    "
+                } else {
+                    "NOT approved"
+                },
                 toolreg::diag::escape_controls(n),
-                launch_line(u)
+                launch_line(u),
+                why.map(|w| format!(": {}", toolreg::diag::escape_controls(&w)))
+                    .unwrap_or_default()
             );
         }
         eprintln!("approvals: {}", path.display());
@@ -296,12 +302,27 @@ pub fn approve(args: ApproveArgs) -> ExitCode {
             Err(e) => fail(&e),
         };
     }
+    let here = std::env::current_dir().unwrap_or_default();
     for (n, u) in &chosen {
         eprintln!(
             "approve [upstreams.{}]: runs `{}`",
             toolreg::diag::escape_controls(n),
             launch_line(u)
         );
+        if let Some(c) = &u.command {
+            let p = toolreg::trust::provenance(c, &u.args, &here);
+            eprintln!(
+                "  in `{}`; command file `{}`{}",
+                toolreg::diag::escape_controls(&p.place),
+                toolreg::diag::escape_controls(p.command.as_deref().unwrap_or("(not found)")),
+                p.package
+                    .map(|pk| format!(
+                        "; takes code from `{}` (pinned by digest)",
+                        toolreg::diag::escape_controls(&pk)
+                    ))
+                    .unwrap_or_default()
+            );
+        }
     }
     match Approvals::approve(&path, &chosen) {
         Ok(added) => {

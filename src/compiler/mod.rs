@@ -584,16 +584,15 @@ pub fn unapproved_upstreams(
                 return None;
             }
             let up = spec.to_upstream(n);
-            if approvals.is_approved(n, &up) {
-                return None;
-            }
+            let why = approvals.why_not(n, &up)?;
             let shown = crate::diag::escape_controls(n);
             Some(
                 Diagnostic::new(
                     diag::Code::UpstreamUnapproved,
                     format!(
-                        "[upstreams.{shown}] runs `{}`, which is not approved on this machine; `serve` and `import --check` refuse to start it",
-                        crate::trust::launch_line(&up)
+                        "[upstreams.{shown}] runs `{}`, which may not run here ({}); `serve` and `import --check` refuse to start it",
+                        crate::trust::launch_line(&up),
+                        crate::diag::escape_controls(&why)
                     ),
                 )
                 .at(lo.loc(name.span()))

@@ -66,7 +66,7 @@ fn cell(s: &str) -> String {
 /// A JSON value as inline code, whatever backticks it holds: the span's delimiter is one
 /// backtick longer than the longest run inside (CommonMark), so the value stays code.
 fn short_json(v: &Value) -> String {
-    let text = v.to_string().replace('|', "\\|");
+    let text = defuse_json(&v.to_string()).replace('|', "\\|");
     let mut longest = 0;
     let mut run = 0;
     for c in text.chars() {
@@ -95,7 +95,59 @@ fn seg(name: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn pretty(v: &Value) -> String {
-    serde_json::to_string_pretty(v).expect("JSON serializes")
+    defuse_json(&serde_json::to_string_pretty(v).expect("JSON serializes"))
+}
+
+/// mdBook expands `{{#include PATH}}`, `{{#playground}}`, `{{#rustdoc_include}}` (and
+/// `{{#title}}`) anywhere in a chapter, code blocks and HTML comments included, with `..`
+/// allowed: catalog text that put `{{` on a page would publish any file the docs build can read.
+/// So no `{{` from catalog text ever reaches a page: every `{` followed by another `{` is
+/// written in a form that shows the same character but cannot open a directive. The poisoning
+/// lint also refuses directive syntax in tool text (TR090 `docs-directive`); this is the guard
+/// for overlay text, and for whatever a rule misses.
+fn defuse_with(s: &str, brace: &str) -> String {
+    if !s.contains("{{") {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '{' && chars.peek() == Some(&'{') {
+            out.push_str(brace);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Markdown prose, table cells and HTML comments: an entity, which renders as `{`.
+fn defuse_markdown(s: &str) -> String {
+    defuse_with(s, "&#123;")
+}
+
+/// JSON in a code block: outside strings a `{` is never followed by `{` (serde_json writes a
+/// key, a newline or `}` after it), so every `{{` is inside a string, where `\u007b` is the
+/// same character.
+fn defuse_json(s: &str) -> String {
+    defuse_with(s, "\\u007b")
+}
+
+/// Plain text in a code block (the usage line), where neither entities nor JSON escapes exist:
+/// a word joiner (U+2060, invisible) between the braces.
+fn defuse_code(s: &str) -> String {
+    defuse_with(s, "{\u{2060}")
+}
+
+/// Every string of a page's context made safe for a chapter (see `defuse_with`); code-block
+/// fields were defused in their own form before, and hold no `{{` any more.
+fn defuse_context(v: &mut Value) {
+    match v {
+        Value::String(s) if s.contains("{{") => *s = defuse_markdown(s),
+        Value::Array(items) => items.iter_mut().for_each(defuse_context),
+        Value::Object(map) => map.values_mut().for_each(defuse_context),
+        _ => {}
+    }
 }
 
 fn op_context(reg: &Registry, r: &OpRecord, header: &str) -> Value {
@@ -145,7 +197,7 @@ fn op_context(reg: &Registry, r: &OpRecord, header: &str) -> Value {
         "op": r.op,
         "summary": prose(&r.summary),
         "description": if r.description.trim() == r.summary.trim() { String::new() } else { prose(r.description.trim()) },
-        "usage": r.usage(),
+        "usage": defuse_code(&r.usage()),
         "tool_name": r.tool_name,
         "kind": r.kind.as_str(),
         "destructive": r.destructive,
@@ -273,7 +325,10 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
     ));
     pages.push(("book.toml".into(), "book.toml.hbs", book));
     let mut files = FileMap::new();
-    for (path, template, ctx) in pages {
+    for (path, template, mut ctx) in pages {
+        if path.ends_with(".md") {
+            defuse_context(&mut ctx);
+        }
         match hb.render(template, &ctx) {
             Ok(text) => {
                 let mut text = text.trim_end().to_string();

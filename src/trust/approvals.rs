@@ -7,7 +7,13 @@
 //! a TOML file: `$TOOLREG_APPROVALS` when set, else `$XDG_STATE_HOME/toolreg/approved-upstreams.toml`,
 //! else `~/.local/state/toolreg/approved-upstreams.toml`. `toolreg import mcp NAME -- CMD` records
 //! the command its user typed; `toolreg approve` records what a reviewer has read.
+//!
+//! A stdio upstream's approval also pins where its code comes from ([`super::launch`]): the
+//! folder it runs in, the command's file and its digest, and a `node_modules/` package it would
+//! take code from. The same spec in another checkout, or with a command or package a pull
+//! request changed, is not approved.
 
+use super::launch::{provenance, Provenance};
 use crate::registry::Upstream;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -97,9 +103,10 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
-/// Upstreams that are not approved on this machine: name and what each would run.
+/// Upstreams that are not approved on this machine: name, what each would run, and why it is
+/// not approved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unapproved(pub Vec<(String, String)>);
+pub struct Unapproved(pub Vec<(String, String, String)>);
 
 impl std::fmt::Display for Unapproved {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -109,11 +116,12 @@ impl std::fmt::Display for Unapproved {
             "{n} upstream{} not approved to run on this machine, so nothing was started:",
             if n == 1 { " is" } else { "s are" }
         )?;
-        for (name, runs) in &self.0 {
+        for (name, runs, why) in &self.0 {
             write!(
                 f,
-                "\n  [upstreams.{}] runs `{runs}`",
-                crate::diag::escape_controls(name)
+                "\n  [upstreams.{}] runs `{runs}`: {}",
+                crate::diag::escape_controls(name),
+                crate::diag::escape_controls(why)
             )?;
         }
         Ok(())
@@ -129,6 +137,11 @@ pub struct Approval {
     pub digest: String,
     /// What it runs, as [`launch_line`] showed it when it was approved (for the reader only).
     pub runs: String,
+    /// For a stdio upstream: where its code came from when it was approved (the folder it runs
+    /// in, the command's file, a package folder, with digests). An entry without it, made
+    /// before approvals pinned these, approves nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Provenance>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -208,12 +221,46 @@ impl Approvals {
     }
 
     pub fn is_approved(&self, name: &str, spec: &Upstream) -> bool {
-        self.all || {
-            let d = launch_digest(name, spec);
-            self.entries
-                .iter()
-                .any(|a| a.digest == d && a.upstream == name)
+        self.why_not(name, spec).is_none()
+    }
+
+    /// Why `spec` may not run here (from the working folder), or `None` when it is approved.
+    pub fn why_not(&self, name: &str, spec: &Upstream) -> Option<String> {
+        let place = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        self.why_not_in(name, spec, &place)
+    }
+
+    /// [`Approvals::why_not`] for an upstream that runs in the folder `place`.
+    pub fn why_not_in(&self, name: &str, spec: &Upstream, place: &Path) -> Option<String> {
+        if self.all {
+            return None;
         }
+        let d = launch_digest(name, spec);
+        let mut same_spec = self
+            .entries
+            .iter()
+            .filter(|a| a.digest == d && a.upstream == name)
+            .peekable();
+        if same_spec.peek().is_none() {
+            return Some("no approval on this machine".into());
+        }
+        let Some(command) = &spec.command else {
+            return None; // a URL runs no local code: the spec is all there is to approve
+        };
+        let now = provenance(command, &spec.args, place);
+        let mut reasons = Vec::new();
+        for a in same_spec {
+            match &a.launch {
+                None => reasons.push((2, "approved before approvals pinned the folder and the command's file: approve it again".to_string())),
+                Some(then) => match now.differs_from(then) {
+                    None => return None,
+                    Some(why) => reasons.push((usize::from(then.place != now.place), why)),
+                },
+            }
+        }
+        // The reason for the approval made in this folder, when there is one.
+        reasons.sort();
+        reasons.into_iter().next().map(|(_, why)| why)
     }
 
     /// The upstreams of `specs` that are not approved, in order.
@@ -233,10 +280,12 @@ impl Approvals {
         &self,
         specs: impl IntoIterator<Item = (&'a String, &'a Upstream)>,
     ) -> Result<(), Unapproved> {
-        let refused: Vec<(String, String)> = self
-            .unapproved(specs)
+        let refused: Vec<(String, String, String)> = specs
             .into_iter()
-            .map(|(n, s)| (n.clone(), launch_line(s)))
+            .filter_map(|(n, s)| {
+                let why = self.why_not(n, s)?;
+                Some((n.clone(), launch_line(s), why))
+            })
             .collect();
         if refused.is_empty() {
             Ok(())
@@ -248,22 +297,46 @@ impl Approvals {
     /// Records approvals for `specs` in the file at `path` (created with its folder when
     /// missing), under a lock so concurrent imports keep each other's entries. Returns how many
     /// were new.
+    /// A stdio upstream is approved to run in the working folder, with its code as it is now
+    /// (an earlier approval of the same spec in the same folder is replaced).
     pub fn approve(path: &Path, specs: &[(&str, &Upstream)]) -> Result<usize, ApprovalError> {
+        let place = std::env::current_dir()
+            .map_err(|e| file_error(path, format!("no working folder: {e}")))?;
+        Self::approve_in(path, specs, &place)
+    }
+
+    /// [`Approvals::approve`] for upstreams that run in the folder `place`.
+    pub fn approve_in(
+        path: &Path,
+        specs: &[(&str, &Upstream)],
+        place: &Path,
+    ) -> Result<usize, ApprovalError> {
+        let approvals: Vec<Approval> = specs
+            .iter()
+            .map(|(name, spec)| Approval {
+                upstream: name.to_string(),
+                digest: launch_digest(name, spec),
+                runs: launch_line(spec),
+                launch: spec
+                    .command
+                    .as_ref()
+                    .map(|c| provenance(c, &spec.args, place)),
+            })
+            .collect();
         Self::update(path, |entries| {
             let mut added = 0;
-            for (name, spec) in specs {
-                let digest = launch_digest(name, spec);
-                if !entries
-                    .iter()
-                    .any(|a| a.digest == digest && a.upstream == *name)
-                {
-                    entries.push(Approval {
-                        upstream: name.to_string(),
-                        digest,
-                        runs: launch_line(spec),
-                    });
-                    added += 1;
+            for new in approvals {
+                if entries.contains(&new) {
+                    continue;
                 }
+                entries.retain(|a| {
+                    !(a.upstream == new.upstream
+                        && a.digest == new.digest
+                        && a.launch.as_ref().map(|l| &l.place)
+                            == new.launch.as_ref().map(|l| &l.place))
+                });
+                entries.push(new);
+                added += 1;
             }
             added
         })
@@ -304,7 +377,9 @@ impl Approvals {
         let text = format!(
             "# Upstream MCP servers approved to run on this machine (toolreg approve).\n\
              # Each digest covers the command, its arguments, environment names and URL;\n\
-             # any change to those needs a new approval. `runs` is for reading only.\n\n{body}"
+             # `launch` pins the folder it runs in, the command's file and a node_modules\n\
+             # package it takes code from. Any change needs a new approval; `runs` is for\n\
+             # reading only.\n\n{body}"
         );
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");

@@ -9,9 +9,11 @@
 //! refused, and every URL toolreg prints is redacted.
 
 pub mod approvals;
+pub mod launch;
 pub mod lock;
 pub mod pin;
 pub mod secrets;
 
 pub use approvals::{launch_digest, launch_line, ApprovalError, Approvals, Unapproved};
+pub use launch::{provenance, Provenance};
 pub use secrets::{redact_url, redact_urls_in, url_credentials};
