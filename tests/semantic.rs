@@ -511,3 +511,39 @@ fn hostile_model_folders_are_refused_at_once() {
     }
     assert!(semantic::Folder::load(good.path()).is_ok());
 }
+
+/// Issue 37, item 4, with the bundled encoder fused in: requests the catalog (four real MCP
+/// servers' tools) cannot serve are answered `none`, saying so first and naming its groups; a
+/// request it serves stays `strong`.
+#[test]
+fn hybrid_search_says_when_nothing_fits() {
+    use toolreg::runtime::search::Match;
+    let defs = common::repo().join("tests/eval/phrasing/definitions");
+    let reg = toolreg::compiler::compile(&defs).registry.unwrap();
+    let encoder = Bundled::load().unwrap();
+    let (text, _) = semantic::build(&reg, &encoder, None).unwrap();
+    let file = VectorFile::parse(&text).unwrap();
+    let help = toolreg::emit::help::build(&reg);
+    let gw = Gateway::new(reg.clone(), help)
+        .unwrap()
+        .with_hybrid(Hybrid::new(&reg, &file, Arc::new(encoder), None).unwrap());
+    for q in [
+        "order a large pepperoni pizza to my office",
+        "set the thermostat to 68 degrees",
+        "book a table for two tonight",
+    ] {
+        let res = gw.search(&SearchRequest::query(q));
+        assert_eq!(res.match_, Match::None, "{q}: {res:?}");
+        let said = res.suggestion.as_deref().unwrap_or_default();
+        assert!(
+            said.starts_with("No op does this") && said.contains("github"),
+            "{said}"
+        );
+        assert!(!res.results.is_empty());
+    }
+    let res = gw.search(&SearchRequest::query(
+        "create a new branch in the repository",
+    ));
+    assert_eq!(res.match_, Match::Strong, "{res:?}");
+    assert_eq!(res.results[0].tool_name, "create_branch");
+}

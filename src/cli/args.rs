@@ -156,6 +156,9 @@ pub(crate) enum Command {
         /// Leave examples out
         #[arg(long)]
         no_examples: bool,
+        /// Show what search finds the op by instead: each field's weight, text and words
+        #[arg(long)]
+        search_text: bool,
     },
     /// Search ops in a built registry
     Search {
@@ -196,6 +199,10 @@ pub(crate) enum Command {
         /// the differences (needs vectors.json beside the registry; feature `semantic`)
         #[arg(long)]
         compare: bool,
+        /// JSON lines of queries no op serves ({"query": "..."}): the shares answered
+        /// `strong` (confidently wrong) and `none` (abstained)
+        #[arg(long, value_name = "FILE")]
+        out_of_scope: Option<PathBuf>,
         #[command(flatten)]
         ranking: Ranking,
     },

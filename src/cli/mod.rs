@@ -44,7 +44,14 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             format,
             include_schemas,
             no_examples,
-        } => query::help(path, registry, format, include_schemas, no_examples),
+            search_text,
+        } => {
+            if search_text {
+                query::search_text(path, registry)
+            } else {
+                query::help(path, registry, format, include_schemas, no_examples)
+            }
+        }
         Command::Search {
             query,
             registry,
@@ -59,8 +66,9 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             k,
             format,
             compare,
+            out_of_scope,
             ranking,
-        } => query::eval(queries, registry, k, format, compare, ranking),
+        } => query::eval(queries, registry, k, format, compare, out_of_scope, ranking),
         Command::Init {
             defs,
             force,

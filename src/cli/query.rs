@@ -35,6 +35,35 @@ pub(super) fn help(
     }
 }
 
+/// `help OP --search-text`: what search finds an op by, field by field (weight, text, words).
+pub(super) fn search_text(path: String, registry: RegistryFile) -> ExitCode {
+    let gw = match registry.gateway() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let reg = gw.registry();
+    let Some(r) = reg.ops.get(&path).or_else(|| reg.op_by_tool_name(&path)) else {
+        eprintln!(
+            "error: `{}` is not an op or tool name of this registry",
+            toolreg::diag::escape_controls(&path)
+        );
+        return ExitCode::from(1);
+    };
+    let esc = toolreg::diag::escape_controls;
+    println!("{} is found by:", esc(&r.op));
+    for (label, weight, text, words) in toolreg::runtime::search::search_fields(r) {
+        if words.is_empty() {
+            continue;
+        }
+        println!("\n{label} (weight {weight}):");
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            println!("  {}", esc(line));
+        }
+        println!("  words: {}", esc(&words.join(" ")));
+    }
+    ExitCode::SUCCESS
+}
+
 /// Search a built registry.
 pub(super) fn search(
     query: String,
@@ -53,6 +82,11 @@ pub(super) fn search(
     match format {
         Format::Json => print_json(&res),
         Format::Text => {
+            // When nothing fits, that comes first: the results below are only the nearest.
+            let none = res.match_ == toolreg::runtime::search::Match::None;
+            if let Some(s) = res.suggestion.as_deref().filter(|_| none) {
+                println!("{}\n", toolreg::diag::escape_controls(s));
+            }
             for (i, h) in res.results.iter().enumerate() {
                 // Catalog text reaches a terminal: escaped (`\u{1b}`), never raw.
                 let esc = toolreg::diag::escape_controls;
@@ -68,8 +102,10 @@ pub(super) fn search(
                     println!("      {}", esc(u));
                 }
             }
-            if let Some(s) = &res.suggestion {
+            if let Some(s) = res.suggestion.as_deref().filter(|_| !none) {
                 println!("{}", toolreg::diag::escape_controls(s));
+            }
+            if res.nearest {
                 print_json(&res.directory);
             }
         }
@@ -110,27 +146,64 @@ pub(super) fn eval(
     k: Vec<usize>,
     format: Format,
     compare: bool,
+    out_of_scope: Option<PathBuf>,
     ranking: Ranking,
 ) -> ExitCode {
     let gw = match registry.gateway_ranked(&ranking) {
         Ok(g) => g,
         Err(code) => return code,
     };
-    let text = match std::fs::read_to_string(&queries) {
+    let read = |f: &PathBuf| {
+        std::fs::read_to_string(f).map_err(|e| {
+            eprintln!("error: cannot read `{}`: {e}", f.display());
+            ExitCode::from(2)
+        })
+    };
+    let text = match read(&queries) {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: cannot read `{}`: {e}", queries.display());
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     if compare {
         return eval_compare(&gw, &text, &k, format);
     }
+    let abstention = match &out_of_scope {
+        None => None,
+        Some(f) => {
+            let oos = match read(f) {
+                Ok(t) => t,
+                Err(code) => return code,
+            };
+            match toolreg::runtime::eval::out_of_scope(&gw, &oos) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", f.display());
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
     match toolreg::runtime::eval::run(&gw, &text, &k) {
         Ok(report) => {
             match format {
-                Format::Json => print_json(&report.to_json()),
-                Format::Text => print!("{}", report.render_text()),
+                Format::Json => {
+                    let mut v = report.to_json();
+                    if let Some(a) = abstention {
+                        v["out_of_scope"] = a;
+                    }
+                    print_json(&v)
+                }
+                Format::Text => {
+                    print!("{}", report.render_text());
+                    if let Some(a) = abstention {
+                        println!(
+                            "\nout of scope ({} queries): answered strong {}, weak {}, none {}",
+                            a["queries"],
+                            a["answered_strong"],
+                            a["answered_weak"],
+                            a["answered_none"]
+                        );
+                    }
+                }
             }
             ExitCode::SUCCESS
         }

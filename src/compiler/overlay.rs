@@ -351,6 +351,12 @@ pub struct OpOverride {
     pub tags: Vec<String>,
     #[serde(default)]
     pub aliases: Vec<Spanned<String>>,
+    /// When a model should pick this op, in the words its users use (searched, not shown to
+    /// the model as policy).
+    pub when_to_use: Option<String>,
+    /// Requests the team has seen for this op, as people phrased them (searched).
+    #[serde(default)]
+    pub queries: Vec<String>,
     /// Replaces the policy drafted from the description.
     pub policy: Option<PolicySpec>,
     /// Replace the synthesized example.

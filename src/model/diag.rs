@@ -111,7 +111,7 @@ codes! {
     UpstreamUnapproved = "TR082", Warning, "an upstream's command or URL is not approved to run on this machine (`toolreg approve`)";
     UpstreamSecret = "TR083", Error, "an upstream URL carries a credential (user info or a key-like query parameter)";
     // The poisoning lint (rules in src/compiler/poison.toml; each finding names its rule).
-    PoisonedText = "TR090", Error, "a tool's text holds characters that are never legitimate (tag, bidi or control characters)";
+    PoisonedText = "TR090", Error, "a tool's text holds what is never legitimate: tag, bidi or control characters, or mdBook directive syntax";
     SuspiciousText = "TR091", Warning, "a tool's text works on the model: an instruction, hidden text, a data link, HTML, another server's tool";
     // Writing output.
     OutputIo = "TR050", Error, "the output folder could not be written";

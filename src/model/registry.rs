@@ -173,6 +173,12 @@ pub struct OpRecord {
     pub pass_unknown_arguments: bool,
     pub tags: Vec<String>,
     pub aliases: Vec<String>,
+    /// The overlay's `when_to_use`: when to pick this op, in users' words (searched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_to_use: Option<String>,
+    /// The overlay's `queries`: requests the team has seen for this op (searched).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<String>,
     /// Top-level arguments in declared order.
     pub args: Vec<Arg>,
     /// Required arguments, in declared order.

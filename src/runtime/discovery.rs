@@ -241,7 +241,8 @@ impl Gateway {
             ),
             None => "list with path [] to browse the root".into(),
         };
-        json!({"results": results, "next_action": next_action})
+        let fit = self.fit(query, &visible);
+        json!({"results": results, "match": fit.as_str(), "next_action": next_action})
     }
 
     /// seed 001 `search_tool_by_category`: a search within one node.
@@ -302,11 +303,16 @@ impl Gateway {
             })
             .collect();
         let (results, next_cursor) = page(items, req.limit.or(Some(5)), req.cursor.as_deref());
-        let next_action = format!(
-            "expand_tool {{\"tool_id\": {}}} before calling it",
-            results[0]["tool_id"]
-        );
-        json!({"category_path": segs, "results": results, "next_cursor": next_cursor, "next_action": next_action})
+        let fit = self.fit(&req.query, &|r| inside.contains(&r.op.as_str()));
+        let next_action = if fit == super::search::Match::None {
+            "no tool here does this: search_nodes for another category, or tell the user it cannot be done".to_string()
+        } else {
+            format!(
+                "expand_tool {{\"tool_id\": {}}} before calling it",
+                results[0]["tool_id"]
+            )
+        };
+        json!({"category_path": segs, "results": results, "match": fit.as_str(), "next_cursor": next_cursor, "next_action": next_action})
     }
 
     /// seed 001 `expand_tool`: the full argument schema of one tool.

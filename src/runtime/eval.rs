@@ -1,7 +1,10 @@
-//! Search evaluation: recall@k and MRR@10 of the search scorer over a query set, each line
-//! `{"query": "...", "expected": ["tool name or op", ...]}`; a hit is any expected name in the
-//! top k.
+//! Search evaluation: recall@k, MRR@10 and nDCG@10 of the search scorer over a query set, each
+//! line `{"query": "...", "expected": ["tool name or op", ...], "tier": "colloquial"?}`; a hit is
+//! any expected name in the top k. Every query's `match` (strong / weak / none) is counted too,
+//! and queries no op can serve (an out-of-scope file, lines with no `expected`) measure
+//! abstention: how many are answered `strong` (wrongly confident) and how many `none`.
 
+use super::search::Match;
 use super::Gateway;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -9,7 +12,11 @@ use serde_json::{json, Map, Value};
 #[derive(Deserialize)]
 struct Line {
     query: String,
+    #[serde(default)]
     expected: Vec<String>,
+    /// How the query is phrased (`terse`, `colloquial`, `specified`, ...): figures per tier.
+    #[serde(default)]
+    tier: Option<String>,
 }
 
 /// One query's outcome.
@@ -18,7 +25,29 @@ pub struct Outcome {
     pub expected: Vec<String>,
     /// 1-based rank of the first expected op, if in the top 10 (or the largest k).
     pub rank: Option<usize>,
+    /// 1-based ranks of every expected op found in the top 10 (for nDCG).
+    pub ranks: Vec<usize>,
     pub top: Vec<String>,
+    pub tier: Option<String>,
+    /// The search answer's `match`, and the best op's coverage of the query.
+    pub fit: Match,
+    pub coverage: Option<f64>,
+}
+
+impl Outcome {
+    /// nDCG@10 with binary relevance: every expected op is relevant.
+    pub fn ndcg10(&self) -> f64 {
+        let dcg: f64 = self
+            .ranks
+            .iter()
+            .filter(|r| **r <= 10)
+            .map(|r| 1.0 / ((*r as f64) + 1.0).log2())
+            .sum();
+        let ideal: f64 = (1..=self.expected.len().clamp(1, 10))
+            .map(|i| 1.0 / ((i as f64) + 1.0).log2())
+            .sum();
+        dcg / ideal
+    }
 }
 
 pub struct Report {
@@ -42,7 +71,8 @@ impl Report {
             .filter(|o| o.rank != Some(1))
             .map(|o| {
                 json!({"query": o.query, "expected": o.expected, "rank": o.rank,
-                       "top": &o.top[..o.top.len().min(3)]})
+                       "top": &o.top[..o.top.len().min(3)], "match": o.fit.as_str(),
+                       "coverage": o.coverage.map(round4)})
             })
             .collect();
         out.insert("misses".into(), Value::Array(misses));
@@ -89,12 +119,12 @@ pub fn run_ranked(
     let reg = gw.registry();
     let depth = ks.iter().copied().chain([10]).max().unwrap_or(10);
     let mut outcomes = Vec::new();
-    for (i, line) in jsonl
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let l: Line = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+    for (i, l) in lines(jsonl)? {
+        if l.expected.is_empty() {
+            return Err(format!(
+                "line {i}: no `expected` ops (queries no op serves go in the --out-of-scope file)"
+            ));
+        }
         let expected_ops: Vec<String> = l
             .expected
             .iter()
@@ -106,8 +136,7 @@ pub fn run_ranked(
             .collect();
         if let Some(bad) = expected_ops.iter().find(|o| !reg.ops.contains_key(*o)) {
             return Err(format!(
-                "line {}: expected `{bad}` is not an op or tool name in this registry",
-                i + 1
+                "line {i}: expected `{bad}` is not an op or tool name in this registry"
             ));
         }
         let visible = |r: &crate::registry::OpRecord| !r.hidden;
@@ -117,44 +146,123 @@ pub fn run_ranked(
             gw.rank(&l.query, &visible)
         };
         let ranked: Vec<String> = ranked.into_iter().take(depth).map(|(op, _)| op).collect();
-        let rank = ranked
+        let ranks: Vec<usize> = ranked
             .iter()
-            .position(|op| expected_ops.contains(op))
-            .map(|p| p + 1);
+            .enumerate()
+            .filter(|(_, op)| expected_ops.contains(op))
+            .map(|(p, _)| p + 1)
+            .collect();
+        let (fit, coverage) = gw.assess(&l.query);
         outcomes.push(Outcome {
             query: l.query,
             expected: l.expected,
-            rank,
+            rank: ranks.first().copied(),
+            ranks,
             top: ranked,
+            tier: l.tier,
+            fit,
+            coverage,
         });
     }
     if outcomes.is_empty() {
         return Err("no queries".into());
     }
-    let n = outcomes.len() as f64;
-    let round = |x: f64| (x * 10_000.0).round() / 10_000.0;
-    let mut m = Map::new();
     let mut ks = ks.to_vec();
     ks.sort();
     ks.dedup();
-    for k in ks {
+    let mut m = figures(&outcomes.iter().collect::<Vec<_>>(), &ks);
+    let mut tiers: std::collections::BTreeMap<&str, Vec<&Outcome>> = Default::default();
+    for o in &outcomes {
+        if let Some(t) = &o.tier {
+            tiers.entry(t).or_default().push(o);
+        }
+    }
+    if !tiers.is_empty() {
+        let per: Map<String, Value> = tiers
+            .iter()
+            .map(|(t, os)| (t.to_string(), Value::Object(figures(os, &ks))))
+            .collect();
+        m.insert("tiers".into(), Value::Object(per));
+    }
+    Ok(Report {
+        metrics: Value::Object(m),
+        outcomes,
+    })
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+/// The non-empty lines of a query file, numbered from 1, parsed.
+fn lines(jsonl: &str) -> Result<Vec<(usize, Line)>, String> {
+    jsonl
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, line)| {
+            serde_json::from_str(line)
+                .map(|l| (i + 1, l))
+                .map_err(|e| format!("line {}: {e}", i + 1))
+        })
+        .collect()
+}
+
+/// recall@k, MRR@10, nDCG@10 and the shares answered `none` / `strong` of some outcomes.
+fn figures(outcomes: &[&Outcome], ks: &[usize]) -> Map<String, Value> {
+    let n = outcomes.len().max(1) as f64;
+    let mut m = Map::new();
+    for &k in ks {
         let hits = outcomes
             .iter()
             .filter(|o| o.rank.is_some_and(|r| r <= k))
             .count() as f64;
-        m.insert(format!("recall@{k}"), json!(round(hits / n)));
+        m.insert(format!("recall@{k}"), json!(round4(hits / n)));
     }
     let mrr: f64 = outcomes
         .iter()
         .map(|o| o.rank.filter(|r| *r <= 10).map_or(0.0, |r| 1.0 / r as f64))
         .sum::<f64>()
         / n;
-    m.insert("mrr@10".into(), json!(round(mrr)));
+    m.insert("mrr@10".into(), json!(round4(mrr)));
+    let ndcg: f64 = outcomes.iter().map(|o| o.ndcg10()).sum::<f64>() / n;
+    m.insert("ndcg@10".into(), json!(round4(ndcg)));
+    let share = |f: Match| outcomes.iter().filter(|o| o.fit == f).count() as f64 / n;
+    m.insert("answered_none".into(), json!(round4(share(Match::None))));
+    m.insert(
+        "answered_strong".into(),
+        json!(round4(share(Match::Strong))),
+    );
     m.insert("queries".into(), json!(outcomes.len()));
-    Ok(Report {
-        metrics: Value::Object(m),
-        outcomes,
-    })
+    m
+}
+
+/// Abstention on queries no op serves (`{"query": ...}` lines; `expected`, if present, must be
+/// empty): the shares answered `strong` (confidently wrong: lower is better) and `none` (the
+/// answer says nothing fits: higher is better), and each query's answer.
+pub fn out_of_scope(gw: &Gateway, jsonl: &str) -> Result<Value, String> {
+    let mut answers = Vec::new();
+    for (i, l) in lines(jsonl)? {
+        if !l.expected.is_empty() {
+            return Err(format!(
+                "line {i}: an out-of-scope query names expected ops; it belongs in --queries"
+            ));
+        }
+        let (fit, coverage) = gw.assess(&l.query);
+        answers.push((l.query, fit, coverage));
+    }
+    if answers.is_empty() {
+        return Err("no queries".into());
+    }
+    let n = answers.len() as f64;
+    let share = |f: Match| answers.iter().filter(|a| a.1 == f).count() as f64 / n;
+    Ok(json!({
+        "answered_strong": round4(share(Match::Strong)),
+        "answered_weak": round4(share(Match::Weak)),
+        "answered_none": round4(share(Match::None)),
+        "queries": answers.len(),
+        "answers": answers.iter().map(|(q, f, c)| json!({"query": q, "match": f.as_str(), "coverage": c.map(round4)})).collect::<Vec<_>>(),
+    }))
 }
 
 /// Paired comparison of two runs over the same queries (`base`, then `other`): for recall@k and

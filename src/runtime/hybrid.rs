@@ -103,6 +103,11 @@ impl Hybrid {
         self.weight
     }
 
+    /// Whether the encoder is the bundled one (search's hybrid `match` floors are its).
+    pub fn is_bundled(&self) -> bool {
+        self.encoder.identity().name.starts_with("pocket-encoder/")
+    }
+
     /// The query's cosine to every op, in registry order; `None` when the query cannot be
     /// embedded (blank), so search stays lexical.
     pub fn similarities(&self, query: &str) -> Option<Vec<f32>> {

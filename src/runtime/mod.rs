@@ -116,6 +116,7 @@ impl Gateway {
     /// Fuses semantic ranking into every search of this gateway.
     #[cfg(feature = "semantic")]
     pub fn with_hybrid(mut self, hybrid: hybrid::Hybrid) -> Gateway {
+        self.index.set_calibrated_dense(hybrid.is_bundled());
         self.hybrid = Some(hybrid);
         self
     }
@@ -142,6 +143,17 @@ impl Gateway {
     pub fn rank(&self, query: &str, allowed: &dyn Fn(&OpRecord) -> bool) -> Vec<(String, f64)> {
         let semantic = self.semantic(query);
         self.index.rank_fused(
+            &self.registry,
+            query,
+            allowed,
+            semantic.as_ref().map(|(s, w)| (s.as_slice(), *w)),
+        )
+    }
+
+    /// `match` (strong / weak / none) of a query over the ops `allowed` lets through.
+    pub fn fit(&self, query: &str, allowed: &dyn Fn(&OpRecord) -> bool) -> search::Match {
+        let semantic = self.semantic(query);
+        self.index.assess(
             &self.registry,
             query,
             allowed,
@@ -282,6 +294,19 @@ impl Gateway {
     /// not see: it reads exactly as one that does not exist).
     pub fn help_unknown(&self, asked: &str) -> Value {
         self.help.unknown_without_suggestions(&self.registry, asked)
+    }
+
+    /// How well a query's best op fits (`match` of its search answer) and that op's lexical
+    /// coverage of the query (`None` when no op matched a word): what `eval` measures
+    /// abstention with.
+    pub fn assess(&self, query: &str) -> (search::Match, Option<f64>) {
+        let mut req = SearchRequest::query(query);
+        req.limit = Some(1);
+        let fit = self.search(&req).match_;
+        let coverage = self.index.best_coverage(&self.registry, query, &|r| {
+            !r.hidden && self.scope.refuses(r).is_none()
+        });
+        (fit, coverage)
     }
 
     /// search in the gateway's scope.

@@ -185,6 +185,20 @@ fn op_record(
         pass_unknown_arguments: ov.and_then(|o| o.pass_unknown_arguments).unwrap_or(false),
         tags,
         aliases,
+        when_to_use: ov
+            .and_then(|o| o.when_to_use.as_deref())
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .map(str::to_string),
+        queries: ov
+            .map(|o| {
+                o.queries
+                    .iter()
+                    .map(|q| q.trim().to_string())
+                    .filter(|q| !q.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
         args,
         required_args,
         id_args,

@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
 
 pub(super) const STOP_WORDS: &str = "a an the of to for in on at by with from and or but my me i we our us you your \
     this that these those is are was were be been being it its their there here do does did have has had \
@@ -35,32 +37,81 @@ pub(super) fn raw_words(text: &str) -> Vec<String> {
 }
 
 /// Lowercase, stemmed words of a text; identifiers split on `_`, `.`, `-` and camel case.
+/// Any script: accents are folded (`café` and `cafe` meet), and Chinese, Japanese and Korean
+/// text, written without spaces, becomes overlapping two-character words (`任务列表` ->
+/// `任务`, `务列`, `列表`), so a query matches inside a longer run.
 pub fn tokenize(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
+    let mut words: Vec<(String, bool)> = Vec::new();
     let mut cur = String::new();
+    let mut cjk: Vec<char> = Vec::new();
     let mut prev_lower = false;
+    let flush_cjk = |cjk: &mut Vec<char>, words: &mut Vec<(String, bool)>| {
+        match cjk.len() {
+            0 => {}
+            1 => words.push((cjk[0].to_string(), true)),
+            _ => words.extend(cjk.windows(2).map(|w| (w.iter().collect(), true))),
+        }
+        cjk.clear();
+    };
     for c in text.chars() {
+        if is_cjk(c) {
+            if !cur.is_empty() {
+                words.push((std::mem::take(&mut cur), false));
+            }
+            prev_lower = false;
+            cjk.push(c);
+            continue;
+        }
+        flush_cjk(&mut cjk, &mut words);
         if c.is_alphanumeric() {
             if c.is_uppercase() && prev_lower && !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
+                words.push((std::mem::take(&mut cur), false));
             }
             prev_lower = c.is_lowercase() || c.is_ascii_digit();
-            cur.extend(c.to_lowercase());
+            push_folded(&mut cur, c);
+        } else if is_combining_mark(c) {
+            // A combining accent written apart from its letter: folded away like a composed one.
         } else {
             prev_lower = false;
             if !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
+                words.push((std::mem::take(&mut cur), false));
             }
         }
     }
+    flush_cjk(&mut cjk, &mut words);
     if !cur.is_empty() {
-        words.push(cur);
+        words.push((cur, false));
     }
     words
         .into_iter()
-        .filter(|w| !is_stop(w))
-        .map(|w| stem(&w))
+        .filter(|(w, cjk)| *cjk || !is_stop(w))
+        .map(|(w, cjk)| if cjk { w } else { stem(&w) })
         .collect()
+}
+
+/// Appends `c` lowercased, without its accents (NFD, combining marks dropped).
+fn push_folded(out: &mut String, c: char) {
+    if c.is_ascii() {
+        out.push(c.to_ascii_lowercase());
+        return;
+    }
+    for l in c.to_lowercase() {
+        out.extend(std::iter::once(l).nfd().filter(|d| !is_combining_mark(*d)));
+    }
+}
+
+/// Han ideographs, kana and Hangul: scripts written without spaces between words.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x31F0..=0x31FF    // Katakana phonetic extensions
+        | 0x3400..=0x4DBF    // CJK extension A
+        | 0x4E00..=0x9FFF    // CJK unified ideographs
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0x1100..=0x11FF    // Hangul jamo
+        | 0x3130..=0x318F    // Hangul compatibility jamo
+        | 0x20000..=0x2A6DF) // CJK extension B
 }
 
 /// Typed words shorter than this are not corrected: they have too many neighbours (at 4 the
@@ -81,7 +132,10 @@ pub(super) fn one_deletions(w: &str) -> Vec<String> {
 }
 
 pub(super) fn is_stop(w: &str) -> bool {
-    STOP_WORDS.split_whitespace().any(|s| s == w)
+    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.split_whitespace().collect())
+        .contains(w)
 }
 
 /// Light, symmetric stemming: plurals, -ing, -ed, and a final `e` (so update / updated /
