@@ -59,24 +59,27 @@ async fn main() {
     let memory = m.join("server-memory/dist/index.js");
     let filesystem = m.join("server-filesystem/dist/index.js");
     let files = tmp.path().join("files");
-    for (name, args) in [
-        ("memory", vec![memory.to_str().unwrap()]),
+    // The memory server writes where MEMORY_FILE_PATH says: listed in its entry, since a stdio
+    // upstream gets only the variables its entry lists.
+    let memfile = tmp.path().join("memory.jsonl");
+    for (name, env, args) in [
+        (
+            "memory",
+            vec!["--env", "MEMORY_FILE_PATH"],
+            vec![memory.to_str().unwrap()],
+        ),
         (
             "filesystem",
+            vec![],
             vec![filesystem.to_str().unwrap(), files.to_str().unwrap()],
         ),
     ] {
         let ok = std::process::Command::new(bin)
-            .args([
-                "import",
-                "mcp",
-                name,
-                "-d",
-                defs.to_str().unwrap(),
-                "--",
-                "node",
-            ])
+            .args(["import", "mcp", name, "-d", defs.to_str().unwrap()])
+            .args(env)
+            .args(["--", "node"])
             .args(args)
+            .env("MEMORY_FILE_PATH", &memfile)
             .env("TOOLREG_APPROVALS", &approvals)
             .status()
             .unwrap()
@@ -96,7 +99,6 @@ async fn main() {
         .unwrap()
         .success();
     assert!(ok, "build");
-    let memfile = tmp.path().join("memory.jsonl");
 
     let mut direct = tokio::process::Command::new("node");
     direct.arg(&memory).env("MEMORY_FILE_PATH", &memfile);

@@ -76,6 +76,12 @@ fn toolreg(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_toolreg"))
         .args(args)
         .env("TOOLREG_APPROVALS", approvals())
+        // The memory upstream's entry lists it (`--env`), so every start needs it; these runs
+        // only list tools, which writes nothing there.
+        .env(
+            "MEMORY_FILE_PATH",
+            std::env::temp_dir().join("toolreg-tests-memory-listing.jsonl"),
+        )
         .output()
         .unwrap()
 }
@@ -110,12 +116,21 @@ fn world() -> World {
         let script = s(&m.join(server).join("dist/index.js"));
         let mut args = vec!["import", "mcp", name, "-d", defs.to_str().unwrap()];
         args.extend(extra);
+        if name == "memory" {
+            // A stdio upstream gets only the variables its entry lists.
+            args.extend(["--env", "MEMORY_FILE_PATH"]);
+        }
         args.extend(["--", "node", shim, &prefix, "--", "node", &script]);
         let files_arg = s(&files);
         if name == "filesystem" {
             args.push(&files_arg);
         }
-        let out = toolreg(&args);
+        let out = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .args(&args)
+            .env("TOOLREG_APPROVALS", approvals())
+            .env("MEMORY_FILE_PATH", root.join("memory.jsonl"))
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "import {name}: {}",
@@ -138,7 +153,19 @@ fn world() -> World {
     }
 }
 
+/// Tells the call-counting shim in front of each upstream to hold calls of `tool` for `ms`.
+fn slow_calls(w: &World, tool: &str, ms: u64) {
+    for name in ["memory", "filesystem"] {
+        std::fs::write(
+            w.root.join(format!("{name}.slow.json")),
+            json!({"tool": tool, "ms": ms}).to_string(),
+        )
+        .unwrap();
+    }
+}
+
 async fn client(w: &World, surface: &str) -> RunningService<RoleClient, ()> {
+    slow_calls(w, "search_nodes", 4000);
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolreg"));
     cmd.args([
         "serve",
@@ -148,9 +175,7 @@ async fn client(w: &World, surface: &str) -> RunningService<RoleClient, ()> {
         surface,
     ])
     .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
-    .env("TOOLREG_APPROVALS", approvals())
-    .env("SLOW_TOOL", "search_nodes")
-    .env("SLOW_MS", "4000");
+    .env("TOOLREG_APPROVALS", approvals());
     let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
     ().serve(transport)
         .await
@@ -662,14 +687,13 @@ struct Replica {
 impl Replica {
     fn start(w: &World, extra: &[&str]) -> Replica {
         use std::io::BufRead;
+        slow_calls(w, "create_entities", 800);
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolreg"))
             .args(["serve", "--registry", w.gen.to_str().unwrap()])
             .args(["--http", "127.0.0.1:0"])
             .args(extra)
             .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
             .env("TOOLREG_APPROVALS", approvals())
-            .env("SLOW_TOOL", "create_entities")
-            .env("SLOW_MS", "800")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -1183,16 +1207,23 @@ async fn init_after_import_keeps_the_upstreams_and_serve_calls_them() {
     let tmp = tempfile::tempdir().unwrap();
     let (defs, gen) = (tmp.path().join("defs"), tmp.path().join("gen"));
     let script = m.join("server-memory/dist/index.js");
-    let out = toolreg(&[
-        "import",
-        "mcp",
-        "memory",
-        "-d",
-        defs.to_str().unwrap(),
-        "--",
-        "node",
-        script.to_str().unwrap(),
-    ]);
+    let out = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args([
+            "import",
+            "mcp",
+            "memory",
+            "-d",
+            defs.to_str().unwrap(),
+            "--env",
+            "MEMORY_FILE_PATH",
+            "--",
+            "node",
+            script.to_str().unwrap(),
+        ])
+        .env("TOOLREG_APPROVALS", approvals())
+        .env("MEMORY_FILE_PATH", tmp.path().join("memory.jsonl"))
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", common::stderr(&out));
     let overlay = defs.join("toolreg.toml");
     let mut hand = std::fs::read_to_string(&overlay).unwrap();

@@ -319,6 +319,9 @@ fn import_leaves_out_tools_with_unusable_names() {
         "hostile",
         "-d",
         defs.to_str().unwrap(),
+        // The server reads HOSTILE_NAMES: a stdio upstream gets only what its entry lists.
+        "--env",
+        "HOSTILE_NAMES",
         "--",
         "node",
         server.to_str().unwrap(),

@@ -582,3 +582,56 @@ fn an_approval_covers_the_folder_and_the_code_a_package_runner_would_take() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(!marker.exists(), "an edited copy ran");
 }
+
+/// Issue 35, item 9: a stdio upstream starts with PATH, HOME, the locale and the variables its
+/// `env` lists, never the rest of toolreg's environment (other upstreams' tokens, CI secrets).
+#[test]
+fn a_stdio_upstream_gets_only_its_listed_environment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let approvals = root.join("state/approved.toml");
+    let dump = root.join("env.txt");
+    let defs = root.join("defs");
+    std::fs::create_dir_all(&defs).unwrap();
+    std::fs::write(defs.join("notes.mcp.json"), SNAPSHOT).unwrap();
+    std::fs::write(
+        defs.join("toolreg.toml"),
+        format!(
+            "[upstreams.notes]\ncommand = \"sh\"\nargs = [\"-c\", \"env > '{}'\"]\nenv = [\"NOTES_TOKEN\"]\n",
+            dump.display()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .args(args)
+            .current_dir(&root)
+            .env("TOOLREG_APPROVALS", &approvals)
+            .env("NOTES_TOKEN", "notes-value")
+            .env("OTHER_UPSTREAM_TOKEN", "must-not-leak")
+            .env("AWS_SECRET_ACCESS_KEY", "must-not-leak-either")
+            .env("LC_TIME", "C")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["approve", "-d", "defs"]);
+    assert!(out.status.success(), "{}", err(&out));
+    let out = run(&["import", "--check", "-d", "defs"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "not an MCP server: {}",
+        err(&out)
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dump.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let env = std::fs::read_to_string(&dump).unwrap();
+    assert!(env.contains("NOTES_TOKEN=notes-value"), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
+    assert!(env.contains("LC_TIME=C"), "{env}");
+    assert!(!env.contains("must-not-leak"), "{env}");
+    assert!(!env.contains("TOOLREG_APPROVALS"), "{env}");
+}

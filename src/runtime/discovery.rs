@@ -183,7 +183,7 @@ impl Gateway {
         if let Some(q) = req.query.as_deref().filter(|q| !q.trim().is_empty()) {
             // A query searches everything below the path, not only this node's own tools.
             let ranked = self
-                .index
+                .index()
                 .rank(reg, q, &|r| ops.iter().any(|o| o.op == r.op));
             let top = ranked.first().map_or(1.0, |x| x.1);
             tools = ranked

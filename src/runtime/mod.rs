@@ -100,7 +100,12 @@ pub enum GatewayError {
 pub struct Gateway {
     registry: Arc<Registry>,
     help: HelpDoc,
-    index: SearchIndex,
+    /// Built on the first search: help and exec never pay for it (a cold `toolreg help` on a
+    /// 10,000-op registry spent half its time building an index it never used).
+    index: OnceLock<SearchIndex>,
+    search_limits: search::SearchLimits,
+    /// Whether the fused encoder is the one `match`'s hybrid floors were chosen for.
+    calibrated_dense: bool,
     handlers: HashMap<String, handlers::Handler>,
     validators: HashMap<String, OnceLock<Result<jsonschema::Validator, String>>>,
     idempotency: Arc<dyn idempotency::IdempotencyStore>,
@@ -116,7 +121,10 @@ impl Gateway {
     /// Fuses semantic ranking into every search of this gateway.
     #[cfg(feature = "semantic")]
     pub fn with_hybrid(mut self, hybrid: hybrid::Hybrid) -> Gateway {
-        self.index.set_calibrated_dense(hybrid.is_bundled());
+        self.calibrated_dense = hybrid.is_bundled();
+        if let Some(index) = self.index.get_mut() {
+            index.set_calibrated_dense(self.calibrated_dense);
+        }
         self.hybrid = Some(hybrid);
         self
     }
@@ -142,7 +150,7 @@ impl Gateway {
     /// Ops for a query, best first (lexical, or hybrid when vectors are loaded).
     pub fn rank(&self, query: &str, allowed: &dyn Fn(&OpRecord) -> bool) -> Vec<(String, f64)> {
         let semantic = self.semantic(query);
-        self.index.rank_fused(
+        self.index().rank_fused(
             &self.registry,
             query,
             allowed,
@@ -153,7 +161,7 @@ impl Gateway {
     /// `match` (strong / weak / none) of a query over the ops `allowed` lets through.
     pub fn fit(&self, query: &str, allowed: &dyn Fn(&OpRecord) -> bool) -> search::Match {
         let semantic = self.semantic(query);
-        self.index.assess(
+        self.index().assess(
             &self.registry,
             query,
             allowed,
@@ -167,7 +175,7 @@ impl Gateway {
         query: &str,
         allowed: &dyn Fn(&OpRecord) -> bool,
     ) -> Vec<(String, f64)> {
-        self.index.rank(&self.registry, query, allowed)
+        self.index().rank(&self.registry, query, allowed)
     }
     /// A gateway over a registry and its help pages (built from the same registry).
     pub fn new(registry: Registry, help: HelpDoc) -> Result<Gateway, GatewayError> {
@@ -185,7 +193,6 @@ impl Gateway {
                 registry: registry.registry_version,
             });
         }
-        let index = SearchIndex::new(&registry);
         let validators = registry
             .ops
             .keys()
@@ -205,7 +212,9 @@ impl Gateway {
         Ok(Gateway {
             registry: Arc::new(registry),
             help,
-            index,
+            index: OnceLock::new(),
+            search_limits: search::SearchLimits::default(),
+            calibrated_dense: false,
             handlers: HashMap::new(),
             validators,
             idempotency: options.idempotency_store.unwrap_or_else(|| {
@@ -254,7 +263,20 @@ impl Gateway {
     /// Sets how much of a search query is read ([`search::SearchLimits`]; the defaults bound
     /// any query's work).
     pub fn set_search_limits(&mut self, limits: search::SearchLimits) {
-        self.index.set_limits(limits);
+        self.search_limits = limits;
+        if let Some(index) = self.index.get_mut() {
+            index.set_limits(limits);
+        }
+    }
+
+    /// The search index, built on first use.
+    fn index(&self) -> &SearchIndex {
+        self.index.get_or_init(|| {
+            let mut index = SearchIndex::new(&self.registry);
+            index.set_limits(self.search_limits);
+            index.set_calibrated_dense(self.calibrated_dense);
+            index
+        })
     }
 
     pub fn scope(&self) -> &Scope {
@@ -303,7 +325,7 @@ impl Gateway {
         let mut req = SearchRequest::query(query);
         req.limit = Some(1);
         let fit = self.search(&req).match_;
-        let coverage = self.index.best_coverage(&self.registry, query, &|r| {
+        let coverage = self.index().best_coverage(&self.registry, query, &|r| {
             !r.hidden && self.scope.refuses(r).is_none()
         });
         (fit, coverage)
@@ -315,9 +337,9 @@ impl Gateway {
     }
 
     pub fn search_in(&self, req: &SearchRequest, scope: &Scope) -> SearchResponse {
-        let cut = self.index.limits().max_query_chars;
+        let cut = self.index().limits().max_query_chars;
         let semantic = self.semantic(crate::text::clip_chars(&req.query, cut));
-        self.index.search_fused(
+        self.index().search_fused(
             &self.registry,
             req,
             &|r| scope.refuses(r).is_none(),

@@ -96,7 +96,7 @@ impl Gateway {
         if !triggered {
             let limit = ctx.fallback_limit.unwrap_or(5);
             for (op, _) in self
-                .index
+                .index()
                 .rank(reg, message, &|r| !r.hidden && scope.refuses(r).is_none())
                 .into_iter()
                 .take(limit)

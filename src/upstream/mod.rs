@@ -158,6 +158,35 @@ impl Oversize {
     }
 }
 
+/// Variables every stdio upstream gets from toolreg's environment, when set: what a program
+/// needs to find its tools, its home and its locale. Everything else must be listed in the
+/// upstream's `env`.
+pub const BASE_ENVIRONMENT: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "SYSTEMROOT",
+];
+
+/// The environment a stdio upstream starts with: [`BASE_ENVIRONMENT`], the locale's `LC_*`
+/// variables, and the variables its `env` lists; nothing else.
+pub fn upstream_environment(spec: &Upstream) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os()
+        .filter(|(k, _)| {
+            let k = k.to_string_lossy();
+            BASE_ENVIRONMENT.contains(&k.as_ref())
+                || k.starts_with("LC_")
+                || spec.env.iter().any(|e| *e == k)
+        })
+        .collect()
+}
+
 impl Session {
     /// Starts the upstream (a stdio `command`, or connects to a streamable HTTP `url`) and
     /// completes the MCP handshake within `START_TIMEOUT`.
@@ -279,6 +308,9 @@ impl Session {
         spec: &Upstream,
     ) -> Result<Session, UpstreamError> {
         let mut cmd = tokio::process::Command::new(command);
+        // A server gets what it runs with and what its entry lists, never the rest of our
+        // environment (other upstreams' tokens, CI secrets).
+        cmd.env_clear().envs(upstream_environment(spec));
         cmd.args(&spec.args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

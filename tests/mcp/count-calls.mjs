@@ -5,11 +5,13 @@
 //
 // Writes its pid to STATE_PREFIX.pid (so a test can kill the "upstream" mid-session), appends
 // one line per `tools/call` it forwards to STATE_PREFIX.calls (so a test can prove a call never
-// reached the server) and its arguments as JSON to STATE_PREFIX.args, and, when the environment names SLOW_TOOL, holds calls of that tool for
-// SLOW_MS (default 5000) before forwarding them (to provoke a timeout). Everything else passes
-// through unchanged in both directions.
+// reached the server) and its arguments as JSON to STATE_PREFIX.args, and, when the file
+// STATE_PREFIX.slow.json says {"tool": NAME, "ms": MS}, holds calls of that tool for MS
+// (default 5000) before forwarding them (to provoke a timeout). A file, not the environment:
+// toolreg starts a stdio upstream with only the variables its entry lists. Everything else
+// passes through unchanged in both directions.
 import { spawn } from "node:child_process";
-import { appendFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 const [prefix, dashdash, cmd, ...args] = process.argv.slice(2);
@@ -20,8 +22,11 @@ if (!prefix || dashdash !== "--" || !cmd) {
 writeFileSync(`${prefix}.pid`, String(process.pid));
 const child = spawn(cmd, args, { stdio: ["pipe", "inherit", "inherit"] });
 child.on("exit", (code) => process.exit(code ?? 1));
-const slowTool = process.env.SLOW_TOOL;
-const slowMs = Number(process.env.SLOW_MS ?? 5000);
+const slow = existsSync(`${prefix}.slow.json`)
+  ? JSON.parse(readFileSync(`${prefix}.slow.json`, "utf8"))
+  : {};
+const slowTool = slow.tool;
+const slowMs = Number(slow.ms ?? 5000);
 createInterface({ input: process.stdin }).on("line", (line) => {
   let msg;
   try { msg = JSON.parse(line); } catch { msg = null; }
