@@ -39,6 +39,11 @@ fn peak_rss_mb(pid: u32) -> u64 {
 }
 
 fn start(root: &std::path::Path) -> (Served, Value) {
+    start_with(root, &[])
+}
+
+/// `start`, with more `serve` flags.
+fn start_with(root: &std::path::Path, extra: &[&str]) -> (Served, Value) {
     let approvals = root.join("approved.toml");
     let defs = root.join("defs");
     let gen = root.join("gen");
@@ -75,7 +80,7 @@ fn start(root: &std::path::Path) -> (Served, Value) {
     let log = Arc::new(Mutex::new(String::new()));
     let (child, url) = common::serve_http(
         &gen,
-        &[],
+        extra,
         &[("TOOLREG_APPROVALS", approvals.as_os_str())],
         Some(Arc::clone(&log)),
     );
@@ -328,13 +333,13 @@ fn import_leaves_out_tools_with_unusable_names() {
     ]);
     let said = common::stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("imported 5 tools"), "{said}");
+    assert!(said.contains("imported 6 tools"), "{said}");
     assert_eq!(
         said.matches("left out of the snapshot").count(),
         4,
         "{said}"
     );
-    assert!(said.contains("at /tools/5/name"), "{said}");
+    assert!(said.contains("at /tools/6/name"), "{said}");
     assert!(said.contains("clear\\u{1b}[2J"), "{said}");
     assert!(said.contains("read\\u{e0049}"), "{said}");
     assert!(said.contains("5000 characters"), "{said}");
@@ -519,5 +524,63 @@ async fn the_redis_store_takes_over_only_voided_markers() {
     assert!(
         e.0.contains("toolreg:idem:foreign") && e.0.contains("string"),
         "{e}"
+    );
+}
+
+/// Issue 35, item 10: an upstream names any error code it likes in its structuredContent; the
+/// metrics and the audit log count it as UPSTREAM_ERROR, so 60 calls with 60 invented codes
+/// add one series, and no upstream text reaches a label or an audit line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_error_codes_never_become_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{port}");
+    let audit = tmp.path().join("audit.jsonl");
+    let (served, reg) = start_with(
+        tmp.path(),
+        &["--metrics", &metrics, "--audit", audit.to_str().unwrap()],
+    );
+    let c = client(&served.url).await;
+    let op = op_of(&reg, "fail");
+    for i in 0..60 {
+        let args = json!({"op": op, "args": {"note": format!("invented_{i}")}});
+        let Value::Object(args) = args else {
+            unreachable!()
+        };
+        let r = c
+            .call_tool(CallToolRequestParams::new("tool_exec").with_arguments(args))
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(true));
+    }
+    let text = reqwest::get(format!("http://{metrics}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("toolreg_calls_total{") && l.contains(&op))
+        .collect();
+    assert_eq!(
+        series,
+        [format!(
+            "toolreg_calls_total{{code=\"UPSTREAM_ERROR\",op=\"{op}\"}} 60"
+        )],
+        "{text}"
+    );
+    assert!(!text.contains("invented_"), "{text}");
+    let log = std::fs::read_to_string(&audit).unwrap();
+    assert_eq!(log.lines().count(), 60);
+    assert!(!log.contains("invented_"), "{log}");
+    assert!(
+        log.lines()
+            .all(|l| l.contains("\"code\":\"UPSTREAM_ERROR\"")),
+        "{log}"
     );
 }

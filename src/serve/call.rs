@@ -197,13 +197,35 @@ fn outcome(tool: &str, answer: &Result<CallToolResult, ErrorData>) -> (String, S
     let code = if r.is_error != Some(true) {
         "ok".to_string()
     } else {
+        // A forwarded result's structuredContent is the upstream's own: a code toolreg does not
+        // define is the upstream's error, whatever it says (a label never comes from upstream
+        // or caller data, so neither can grow the metrics or write into the audit log).
         envelope
             .and_then(|e| e.pointer("/error/code"))
             .and_then(Value::as_str)
-            .map_or_else(|| "UPSTREAM_ERROR".to_string(), str::to_owned)
+            .and_then(|c| KNOWN_CODES.iter().find(|k| **k == c))
+            .map_or_else(|| "UPSTREAM_ERROR".to_string(), |c| (*c).to_string())
     };
     (op, code)
 }
+
+/// Every envelope code toolreg itself answers with: the only codes a metric label or an audit
+/// line may carry (besides `ok`, `UPSTREAM_ERROR` and `PROTOCOL_ERROR`).
+const KNOWN_CODES: &[&str] = &[
+    crate::runtime::codes::NOT_FOUND,
+    crate::runtime::codes::FORBIDDEN,
+    crate::runtime::codes::EMPTY_ARGS,
+    crate::runtime::codes::MALFORMED_ARGS,
+    crate::runtime::codes::VALIDATION_ERROR,
+    crate::runtime::codes::CONFLICT,
+    crate::runtime::codes::NOT_IMPLEMENTED,
+    crate::runtime::codes::INTERNAL,
+    crate::runtime::codes::IDEMPOTENCY_UNAVAILABLE,
+    super::codes::UPSTREAM_UNAVAILABLE,
+    super::codes::UPSTREAM_TIMEOUT,
+    super::codes::UPSTREAM_TOO_LARGE,
+    super::codes::UPSTREAM_TOOL_CHANGED,
+];
 
 /// The key under which a forwarding handler returns the upstream's result.
 const FORWARDED: &str = "mcp_result";

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // A misbehaving MCP server over stdio for tests/serve_hostile.rs: minimal JSON-RPC, one tool
 // per fault. `big` answers with a 50 MB result line; `endless` writes 64 MB with no newline;
-// `leak` prints a secret to stderr and dies mid-call; `slow` answers after 20 s; `echo` answers
-// its arguments (a control). With HOSTILE_NAMES=1 it also lists tools under names no file,
+// `leak` prints a secret to stderr and dies mid-call; `slow` answers after 20 s; `fail` answers
+// an error whose structuredContent carries a code made of its `note` (a new code every call);
+// `echo` answers its arguments (a control). With HOSTILE_NAMES=1 it also lists tools under names no file,
 // terminal or model should carry (a path, escape sequences, tag characters, 5,000 characters).
 import { createInterface } from "node:readline";
 
@@ -17,6 +18,7 @@ const tools = [
   tool("endless", "Write output that never ends its line."),
   tool("leak", "Print secrets to stderr and crash."),
   tool("slow", "Answer after twenty seconds."),
+  tool("fail", "Fail with an error code of its own making."),
   tool("echo", "Return the arguments."),
 ];
 if (process.env.HOSTILE_NAMES === "1") {
@@ -57,6 +59,10 @@ createInterface({ input: process.stdin }).on("line", (line) => {
     } else if (name === "leak") {
       process.stderr.write("SECRET_TOKEN=sk-live-0123456789 DATABASE_URL=postgres://app:hunter2@db/prod\n");
       setTimeout(() => process.exit(1), 50);
+    } else if (name === "fail") {
+      const code = `E_${params.arguments?.note ?? ""}`;
+      send({ jsonrpc: "2.0", id, result: { isError: true, content: [{ type: "text", text: code }],
+        structuredContent: { error: { code, message: "failed" } } } });
     } else if (name === "slow") {
       setTimeout(() => send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "late" }] } }), 20000);
     } else {
