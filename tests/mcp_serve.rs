@@ -969,9 +969,12 @@ async fn keyed_writes_recover_once_from_a_paused_redis_and_a_lossy_network() {
         }
     }
     let mut conn = redis.connection();
+    // The replicas serve callers without a principal on the gateway surface: their keys live
+    // in that caller's partition.
     let marker = |conn: &mut redis::Connection, key: &str| -> bool {
+        let stored = toolreg::runtime::idempotency::partitioned("\u{1f}gateway.json", key);
         redis::cmd("EXISTS")
-            .arg(format!("toolreg:idem:{key}"))
+            .arg(format!("toolreg:idem:{stored}"))
             .query::<i64>(conn)
             .unwrap()
             == 1
@@ -1340,4 +1343,74 @@ async fn serve_finishes_an_interrupted_build_and_refuses_a_mixed_folder() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
     assert!(common::stderr(&out).contains("mixes two builds"));
+}
+
+/// Issue 35, item 7: idempotency keys belong to their caller. Two principals of one server (a
+/// token file, the real memory server upstream): B sending A's key with A's arguments runs the
+/// op itself and never gets A's result; B sending A's key while A's call runs is not told the
+/// key is in use; A's repeat still replays A's own result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotency_keys_are_scoped_by_principal() {
+    let w = world();
+    let mut file = String::new();
+    let mut tokens = Vec::new();
+    for name in ["alice", "bob"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .args(["token", name, "--scope", "tools"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        tokens.push(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        file.push_str(&common::stderr(&out));
+    }
+    let path = w.root.join("tokens.toml");
+    std::fs::write(&path, file).unwrap();
+    let server = Replica::start(&w, &["--auth-tokens", path.to_str().unwrap()]);
+    let connect = |token: String| {
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(server.url.clone()).auth_header(token);
+        ().serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+            config,
+        ))
+    };
+    let alice = connect(tokens[0].clone()).await.unwrap();
+    let bob = connect(tokens[1].clone()).await.unwrap();
+    let create = |key: &str, name: &str| {
+        json!({"op": "memory.entity.create", "idempotency_key": key,
+               "args": {"entities": [{"name": name, "entityType": "secret", "observations": ["alice's"]}]}})
+    };
+    let creates = || {
+        w.calls("memory")
+            .iter()
+            .filter(|c| *c == "create_entities")
+            .count()
+    };
+    // Alice's keyed write runs.
+    let ra = call(&alice, "tool_exec", create("order-1", "alice-data")).await;
+    assert_ne!(ra.is_error, Some(true), "{}", text(&ra));
+    assert_eq!(creates(), 1);
+    // Bob sends alice's key with alice's arguments: it runs for bob; no replay of alice's answer.
+    let rb = call(&bob, "tool_exec", create("order-1", "alice-data")).await;
+    assert_ne!(rb.is_error, Some(true), "{}", text(&rb));
+    let meta = rb.meta.as_ref().unwrap().0["toolreg"].to_string();
+    assert!(!meta.contains("replayed"), "bob got alice's result: {meta}");
+    assert_eq!(creates(), 2, "it ran for bob");
+    // Both send one key at once (the upstream holds the call 0.8 s): neither is refused, so bob
+    // cannot squat alice's key or learn that it is in use.
+    let (ra2, rb2) = tokio::join!(
+        call(&alice, "tool_exec", create("order-2", "alice-two")),
+        call(&bob, "tool_exec", create("order-2", "bob-two"))
+    );
+    assert_ne!(ra2.is_error, Some(true), "{}", text(&ra2));
+    assert_ne!(rb2.is_error, Some(true), "bob was told: {}", text(&rb2));
+    assert_eq!(creates(), 4);
+    // Alice's repeat replays alice's own first result.
+    let again = call(&alice, "tool_exec", create("order-1", "alice-data")).await;
+    assert_eq!(again.content, ra.content);
+    let meta = again.meta.as_ref().unwrap().0["toolreg"].to_string();
+    assert!(meta.contains("replayed"), "{meta}");
+    assert_eq!(creates(), 4);
+    drop((alice, bob));
+    assert!(server.stop().success());
 }

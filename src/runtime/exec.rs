@@ -64,9 +64,17 @@ impl Gateway {
 
     /// exec in a given scope (e.g. per conversation or per turn).
     pub async fn exec_in(&self, call: ExecCall, scope: &Scope) -> Envelope {
+        self.exec_for(call, scope, "").await
+    }
+
+    /// exec in a scope for one caller: its idempotency keys live in a partition of the store
+    /// named by `caller` (a server passes the principal and surface), so another caller sending
+    /// the same key neither replays this one's result nor blocks it, nor learns it is in use.
+    /// An empty `caller` is the shared partition `exec_in` uses.
+    pub async fn exec_for(&self, call: ExecCall, scope: &Scope, caller: &str) -> Envelope {
         let started = Instant::now();
         let mut warnings = Vec::new();
-        let outcome = self.run(call, scope, &mut warnings).await;
+        let outcome = self.run(call, scope, caller, &mut warnings).await;
         let meta = |dry_run| Meta {
             trace_id: self.trace_id(),
             latency_ms: started.elapsed().as_millis() as u64,
@@ -252,6 +260,7 @@ impl Gateway {
         &self,
         mut call: ExecCall,
         scope: &Scope,
+        caller: &str,
         warnings: &mut Vec<String>,
     ) -> Result<Done, Failure> {
         let prepared = self.prepare_inner(&call, scope, warnings);
@@ -282,8 +291,11 @@ impl Gateway {
             });
         }
         let key = usable_key(&op, call.idempotency_key, record.kind, warnings)?;
-        if let Some(k) = &key {
-            if let Some(result) = self.claim_key(&op, k, &args, warnings).await? {
+        // What the store holds: the caller's key inside the caller's partition (messages
+        // name the key as the caller sent it).
+        let stored = key.as_deref().map(|k| idempotency::partitioned(caller, k));
+        if let (Some(k), Some(sk)) = (&key, &stored) {
+            if let Some(result) = self.claim_key(&op, k, sk, &args, warnings).await? {
                 return Ok(Done {
                     op,
                     result,
@@ -292,8 +304,8 @@ impl Gateway {
             }
         }
         let Some(handler) = self.handlers.get(&op).cloned() else {
-            if let Some(k) = &key {
-                self.forget(k).await;
+            if let Some(sk) = &stored {
+                self.forget(sk).await;
             }
             return Err(fail(
                 &op,
@@ -305,12 +317,12 @@ impl Gateway {
         };
         match handler(args).await {
             Ok(result) => {
-                if let Some(k) = &key {
+                if let (Some(k), Some(sk)) = (&key, &stored) {
                     let size = idempotency::json_len(&result);
                     if size > idempotency::MAX_STORED_RESULT {
-                        self.forget(k).await;
+                        self.forget(sk).await;
                         warnings.push(format!("the result is {size} bytes, over the {} an idempotency key keeps, so it was not stored: a repeat with idempotency_key `{k}` runs the op again", idempotency::MAX_STORED_RESULT));
-                    } else if let Err(e) = self.idempotency.finish(k, &result).await {
+                    } else if let Err(e) = self.idempotency.finish(sk, &result).await {
                         warnings.push(format!("the result was not stored for idempotency_key `{k}` ({e}); a repeat may run the op again"));
                     }
                 }
@@ -321,8 +333,8 @@ impl Gateway {
                 })
             }
             Err(e) => {
-                if let Some(k) = &key {
-                    self.forget(k).await;
+                if let Some(sk) = &stored {
+                    self.forget(sk).await;
                 }
                 let mut details = e.details.unwrap_or_else(|| json!({}));
                 if !details.is_object() {
@@ -340,12 +352,13 @@ impl Gateway {
         &self,
         op: &str,
         k: &str,
+        stored: &str,
         args: &Value,
         warnings: &mut Vec<String>,
     ) -> Result<Option<Value>, Failure> {
         // Stores keep a digest of the arguments, never the arguments themselves.
         let digest = Value::String(idempotency::args_digest(args));
-        let seen = match self.idempotency.begin(k, op, &digest).await {
+        let seen = match self.idempotency.begin(stored, op, &digest).await {
             Ok(seen) => seen,
             Err(e) => {
                 return Err(fail(

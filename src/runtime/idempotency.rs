@@ -43,6 +43,17 @@ pub fn json_len(v: &Value) -> usize {
     n.0
 }
 
+/// The key a store holds for `key` sent by `caller`: the caller's partition (a digest of its
+/// name, so the store never holds principal names) and the key. An empty caller is the shared
+/// partition, the key as sent.
+pub fn partitioned(caller: &str, key: &str) -> String {
+    if caller.is_empty() {
+        return key.to_string();
+    }
+    let h = blake3::hash(caller.as_bytes()).to_hex();
+    format!("p{}:{key}", &h[..32])
+}
+
 /// The digest of a call's arguments that a store keeps instead of the arguments: blake3 of the
 /// JSON with object keys sorted, so key order does not matter.
 pub fn args_digest(args: &Value) -> String {

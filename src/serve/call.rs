@@ -38,7 +38,13 @@ impl Server {
             .audit
             .as_ref()
             .map(|_| observe::args_digest(&args));
-        let answer = self.answer_call(name, args, &view).await;
+        // Idempotency keys are the caller's own: partitioned by principal and surface.
+        let caller = format!(
+            "{}\u{1f}{}",
+            principal.map_or("", |p| p.name.as_str()),
+            self.inner.surface
+        );
+        let answer = self.answer_call(name, args, &view, &caller).await;
         let took = started.elapsed();
         let (op, code) = outcome(name, &answer);
         // Only ops of the registry the caller may see (or the gateway tool itself) become
@@ -73,6 +79,7 @@ impl Server {
         name: &str,
         args: Value,
         view: &View,
+        caller: &str,
     ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
         if !view.tool_names.contains(name) {
@@ -118,7 +125,7 @@ impl Server {
                 ..Default::default()
             }
         };
-        let envelope = inner.gateway.exec_in(call, &view.scope).await;
+        let envelope = inner.gateway.exec_for(call, &view.scope, caller).await;
         Ok(self.answer(envelope, view))
     }
 

@@ -148,6 +148,8 @@ struct Inner {
     /// scope is the surface's (a profile's ops, or every op).
     full: Arc<View>,
     version: String,
+    /// Which surface this server offers, for idempotency partitions (principal and surface).
+    surface: String,
     pool: Arc<Pool>,
     observer: observe::Observer,
     /// op -> the upstream that serves it.
@@ -225,7 +227,12 @@ impl Server {
             };
             approvals.refuse_unapproved(&reg.upstreams)?;
         }
-        let tools = read_surface(&surface_file(dir, surface)?, &reg.registry_version)?;
+        let surface_path = surface_file(dir, surface)?;
+        let surface_name = surface_path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tools = read_surface(&surface_path, &reg.registry_version)?;
         let version = reg.registry_version.clone();
         let owned = upstream_ops(&reg);
         let mut approved: std::collections::BTreeMap<_, std::collections::BTreeMap<_, _>> =
@@ -284,6 +291,7 @@ impl Server {
                 gateway,
                 full,
                 version,
+                surface: surface_name,
                 pool,
                 observer: options.observer,
                 upstream_of,
