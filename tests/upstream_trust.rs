@@ -152,6 +152,11 @@ fn credentials_in_upstream_urls_are_refused_and_never_echoed() {
         "http://admin:PASSWORD123@127.0.0.1:9/mcp",
         "http://127.0.0.1:9/mcp?api_key=KEY456",
         "http://127.0.0.1:9/mcp?access_token=KEY456&page=1",
+        // Hosted MCP URL shapes (issue 35, item 8).
+        "http://127.0.0.1:9/mcp?jwt=KEY456",
+        "http://127.0.0.1:9/mcp?x_auth=KEY456",
+        "http://127.0.0.1:9/mcp?sig2=KEY456",
+        "http://127.0.0.1:9/s/KEY456a8Fk29sLq0Zx7Yt4Vb3/mcp",
     ] {
         let out = toolreg(&approvals, &["import", "mcp", "gw", "--url", url, "-d", d]);
         assert_eq!(out.status.code(), Some(2), "{url}");
@@ -396,7 +401,11 @@ async fn an_upstream_token_comes_from_the_environment_and_is_written_nowhere() {
     // answer about it, shows the URL redacted.
     let path = gen.join("registry.json");
     let mut reg = reg;
-    reg["upstreams"]["gw"]["url"] = json!("http://user:PASSWORD123@127.0.0.1:9/mcp?api_key=KEY456");
+    // The shapes of hosted MCP URLs (issue 35, item 8): a secret path segment, `jwt`,
+    // `x_auth`, `sig2`.
+    reg["upstreams"]["gw"]["url"] = json!(
+        "http://user:PASSWORD123@127.0.0.1:9/s/a8Fk29sLq0Zx7Yt4Vb3Nw1Pe/mcp?api_key=KEY456&jwt=JWT789&x_auth=XAUTH1&sig2=SIGVAL2"
+    );
     std::fs::write(&path, serde_json::to_string_pretty(&reg).unwrap()).unwrap();
     let out = toolreg(
         &approvals,
@@ -404,7 +413,7 @@ async fn an_upstream_token_comes_from_the_environment_and_is_written_nowhere() {
     );
     assert!(out.status.success(), "{}", err(&out));
     assert!(
-        err(&out).contains("http://REDACTED@127.0.0.1:9/mcp?api_key=REDACTED"),
+        err(&out).contains("http://REDACTED@127.0.0.1:9/s/REDACTED/mcp?api_key=REDACTED&jwt=REDACTED&x_auth=REDACTED&sig2=REDACTED"),
         "{}",
         err(&out)
     );
@@ -420,11 +429,21 @@ async fn an_upstream_token_comes_from_the_environment_and_is_written_nowhere() {
     let failed = serde_json::to_string(&r).unwrap();
     assert_eq!(r.is_error, Some(true), "{failed}");
     assert!(failed.contains("UPSTREAM_UNAVAILABLE"), "{failed}");
+    // No URL at all in what a client reads, not even redacted; the operator's log has it.
     assert!(
-        failed.contains("REDACTED"),
-        "the URL is named, redacted: {failed}"
+        failed.contains("the upstream's URL") && failed.contains("incident"),
+        "{failed}"
     );
-    for secret in ["PASSWORD123", "KEY456", TOKEN] {
+    for secret in [
+        "PASSWORD123",
+        "KEY456",
+        "JWT789",
+        "XAUTH1",
+        "SIGVAL2",
+        "a8Fk29",
+        "127.0.0.1:9",
+        TOKEN,
+    ] {
         assert!(!failed.contains(secret), "{secret} in {failed}");
     }
 }

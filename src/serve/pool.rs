@@ -223,15 +223,21 @@ fn from_upstream(name: &str, e: UpstreamError) -> HandlerError {
     } else {
         UPSTREAM_UNAVAILABLE
     };
-    let mut message = e.to_string();
+    // An upstream's URL never reaches a client, not even redacted (a path can be the secret):
+    // the envelope says "(the upstream's URL)" and the operator's log has the redacted URL.
+    let full = e.to_string();
+    let mut message = crate::trust::strip_urls_in(&full);
     let mut details = json!({"upstream": name});
-    if !e.stderr().is_empty() {
+    if !e.stderr().is_empty() || message != full {
         let n = INCIDENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let incident = format!("upstream-{}-{n}", std::process::id());
         // The tail is bounded where it is kept (2 KiB) and escaped in `with_stderr`.
-        eprintln!("toolreg serve: {incident}: {}", e.with_stderr());
+        eprintln!(
+            "toolreg serve: {incident}: {}",
+            crate::trust::redact_urls_in(&e.with_stderr())
+        );
         message.push_str(&format!(
-            " (its stderr is in the toolreg serve log under `{incident}`)"
+            " (details in the toolreg serve log under `{incident}`)"
         ));
         details["incident"] = json!(incident);
     }

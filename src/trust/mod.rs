@@ -16,4 +16,4 @@ pub mod secrets;
 
 pub use approvals::{launch_digest, launch_line, ApprovalError, Approvals, Unapproved};
 pub use launch::{provenance, Provenance};
-pub use secrets::{redact_url, redact_urls_in, url_credentials};
+pub use secrets::{looks_like_secret, redact_url, redact_urls_in, strip_urls_in, url_credentials};
