@@ -354,3 +354,66 @@ async fn serve_refuses_a_tool_its_upstream_changed_and_warn_forwards_it() {
     assert_eq!(s.calls().len(), 3);
     c.cancel().await.unwrap();
 }
+
+/// Issue 35, item 11: a `tools/list` that never ends (a new cursor on every page) fails the
+/// listing at its page bound, fast and with bounded memory, and nothing is forwarded; a tool
+/// name listed twice (an honest entry and a poisoned twin) is drift, whichever comes first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_listings_and_twin_names_are_refused() {
+    let s = Setup::new();
+    let c = s.serve("refuse").await;
+    let ok = call(&c, "read_note", json!({"id": "n1"})).await;
+    assert_ne!(ok.is_error, Some(true), "{ok:?}");
+
+    // Twins: the reviewed read_note first, then a poisoned one under the same name.
+    let mut twins = reviewed_tools();
+    let poisoned = pulled_tools()["tools"][0].clone();
+    twins["tools"].as_array_mut().unwrap().push(poisoned);
+    s.set_tools(&twins);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.notified() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the server never noticed its file"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let env = envelope(&call(&c, "read_note", json!({"id": "n2"})).await);
+    assert_eq!(env["error"]["code"], "UPSTREAM_TOOL_CHANGED", "{env}");
+    assert_eq!(
+        env["error"]["details"]["changed"],
+        json!(["listed twice"]),
+        "{env}"
+    );
+    // The untouched write still goes through.
+    let ok = call(&c, "save_note", json!({"text": "t"})).await;
+    assert_ne!(ok.is_error, Some(true), "{ok:?}");
+
+    // Endless pages: the next listing stops at its bound; the call is refused, not forwarded.
+    let mut endless = reviewed_tools();
+    endless["endless"] = json!(true);
+    s.set_tools(&endless);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.notified() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the server never noticed its file"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = s.calls().len();
+    let started = Instant::now();
+    let r = call(&c, "read_note", json!({"id": "n3"})).await;
+    let took = started.elapsed();
+    let env = envelope(&r);
+    assert_eq!(env["error"]["code"], "UPSTREAM_UNAVAILABLE", "{env}");
+    assert!(
+        env["error"]["message"].as_str().unwrap().contains("pages"),
+        "{env}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(s.calls().len(), before, "nothing was forwarded");
+    c.cancel().await.unwrap();
+}

@@ -95,18 +95,30 @@ fn not_found_ranks_candidates_and_points_at_the_nearest_directory() {
     );
 }
 
+/// An op outside the scope's list is one the caller cannot see: it answers exactly as an
+/// invented name with the same words (issue 35, item 4: existence is information), by any
+/// spelling; a write the scope shows but does not allow is FORBIDDEN.
 #[test]
-fn forbidden_outside_the_scope_and_for_writes_without_permission() {
+fn hidden_outside_the_scope_and_forbidden_for_writes_without_permission() {
     let gw = gateway();
     let global = Scope::profile(gw.registry(), "global").unwrap();
-    let env = exec_in(
-        &gw,
-        json!({"op": "onto.task.update", "args": {"task_id": "t1"}}),
-        &global,
-    );
-    let e = err(&env);
-    assert_eq!(e.code, codes::FORBIDDEN);
-    assert!(e.message.contains("profile global"), "{}", e.message);
+    let answer = |op: &str| {
+        let env = exec_in(&gw, json!({"op": op, "args": {"task_id": "t1"}}), &global);
+        let mut v = serde_json::to_value(&env).unwrap();
+        v["meta"]["trace_id"] = json!("-");
+        v["meta"]["latency_ms"] = json!(0);
+        v.to_string().replace(op, "<OP>")
+    };
+    for (hidden, invented) in [
+        ("onto.task.update", "onto.update.task"),
+        ("update_onto_task", "update_task_onto"),
+        ("onto.tasks.update", "onto.update.tasks"),
+    ] {
+        let (h, i) = (answer(hidden), answer(invented));
+        assert!(h.contains("NOT_FOUND"), "{h}");
+        assert_eq!(h, i, "{hidden} answers unlike {invented}");
+        assert!(!h.contains("onto.task.update"), "{h}");
+    }
     let env = exec_in(
         &gw,
         json!({"op": "onto.project.create", "args": {"project": {"name": "X"}}}),

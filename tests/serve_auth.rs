@@ -223,7 +223,16 @@ async fn oauth_tokens_from_a_real_provider_decide_who_sees_and_runs_what() {
             json!({"op": "onto.task.list", "args": {"bogus": 1}}),
         ),
     ] {
-        seen.push(call(&reader, tool, args).await.to_string());
+        // What the reader typed comes back as typed (an invented name would too): only names
+        // it did not give must stay out.
+        let asked = args["path"].as_str().map(str::to_owned);
+        let answer = call(&reader, tool, args).await.to_string();
+        seen.push(match asked {
+            Some(a) => answer
+                .replace(&format!("\"{a}\""), "\"<ASKED>\"")
+                .replace(&format!("`{a}`"), "`<ASKED>`"),
+            None => answer,
+        });
     }
     let all = seen.join("\n");
     for w in &writes {
@@ -235,18 +244,31 @@ async fn oauth_tokens_from_a_real_provider_decide_who_sees_and_runs_what() {
         );
     }
     assert!(all.contains("onto.task.list"), "reads stay visible");
-    // Running a write it guessed: FORBIDDEN, and the handler never runs.
-    let denied = call(
-        &reader,
-        "tool_exec",
-        json!({"op": "onto.task.update", "args": {"task_id": "t1"}}),
-    )
-    .await;
-    assert_eq!(
-        denied["structuredContent"]["error"]["code"], "FORBIDDEN",
-        "{denied}"
-    );
-
+    // Running or reading a write it guessed answers exactly as a name that does not exist
+    // (issue 35, item 4): the same envelope and help page as an invented name with the same
+    // words, names swapped, trace ids aside; the handler never runs.
+    let same = |v: Value, name: &str| {
+        let mut v = v;
+        if let Some(meta) = v.pointer_mut("/structuredContent/meta") {
+            meta["trace_id"] = json!("-");
+            meta["latency_ms"] = json!(0);
+        }
+        let text = v.to_string().replace(name, "<NAME>");
+        let trace = regex::Regex::new(r"tr_[0-9a-f]+").unwrap();
+        trace.replace_all(&text, "tr_").into_owned()
+    };
+    for (hidden, invented) in [
+        ("onto.task.update", "onto.update.task"),
+        ("update_onto_task", "update_task_onto"),
+    ] {
+        let exec = |op: &str| json!({"op": op, "args": {"task_id": "t1"}});
+        let (h, i) = (
+            call(&reader, "tool_exec", exec(hidden)).await,
+            call(&reader, "tool_exec", exec(invented)).await,
+        );
+        assert_eq!(h["structuredContent"]["error"]["code"], "NOT_FOUND", "{h}");
+        assert_eq!(same(h, hidden), same(i, invented));
+    }
     // The writer may run it (the example catalog has no handler: NOT_IMPLEMENTED, past scope).
     let writer = client(&url, &good).await;
     let ran = call(
@@ -404,4 +426,119 @@ async fn a_token_file_admits_its_principals_and_the_direct_surface_varies_by_sco
         "{}",
         common::stderr(&out)
     );
+}
+
+/// Issue 35, item 4, byte for byte: a reader asking for a write op it may not see gets exactly
+/// what it gets where that op does not exist at all (the same catalog built without it): help
+/// pages, exec envelopes and search answers, by every spelling, registry versions and trace ids
+/// aside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hidden_op_answers_exactly_as_one_that_does_not_exist() {
+    use toolreg::serve::{Principal, ServeOptions, Server, SurfaceChoice};
+    let tmp = tempfile::tempdir().unwrap();
+    let with = registry(&tmp.path().join("with"));
+    // The same catalog with update_onto_risk removed from its definitions.
+    let without_root = tmp.path().join("without");
+    let defs = without_root.join("defs");
+    common::copy_dir(&common::repo().join("definitions"), &defs);
+    let file = defs.join("onto-write.json");
+    let mut tools: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let list = tools.as_array_mut().unwrap();
+    let before = list.len();
+    list.retain(|t| t["function"]["name"] != "update_onto_risk");
+    assert_eq!(list.len() + 1, before);
+    std::fs::write(&file, tools.to_string()).unwrap();
+    let overlay = defs.join("toolreg.toml");
+    let mut text = std::fs::read_to_string(&overlay).unwrap();
+    text.push_str(
+        "\n[access.scopes.\"tools:read\"]\nkinds = [\"read\"]\n\n[access.scopes.\"tools:write\"]\nkinds = [\"read\", \"write\", \"destructive\"]\n",
+    );
+    std::fs::write(&overlay, text).unwrap();
+    let without = without_root.join("gen");
+    let out = common::toolreg(
+        &without_root,
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            without.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+
+    let load = |dir: &Path| {
+        Server::load_with(
+            dir,
+            &SurfaceChoice::Gateway,
+            ServeOptions {
+                approvals: Some(toolreg::trust::Approvals::allow_all()),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let (a, b) = (load(&with), load(&without));
+    let reader = Principal {
+        name: "reader".into(),
+        scopes: ["tools:read".to_string()].into_iter().collect(),
+    };
+    let version = |dir: &Path| {
+        let reg: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("registry.json")).unwrap()).unwrap();
+        reg["registry_version"].as_str().unwrap().to_string()
+    };
+    let (va, vb) = (version(&with), version(&without));
+    let norm = |v: Value, version: &str| {
+        let text = v.to_string().replace(version, "<VERSION>");
+        let text = regex::Regex::new(r"tr_[0-9a-f]+")
+            .unwrap()
+            .replace_all(&text, "tr_")
+            .into_owned();
+        regex::Regex::new(r#"latency_ms(\\)?"\s*:\s*[0-9]+"#)
+            .unwrap()
+            .replace_all(&text, "latency_ms")
+            .into_owned()
+    };
+    let mut compared = 0;
+    for name in [
+        "onto.risk.update",
+        "update_onto_risk",
+        "onto.risks.update",
+        "ONTO.RISK.UPDATE",
+        "onto.risk.updat",
+    ] {
+        for (tool, args) in [
+            ("tool_help", json!({"path": name})),
+            ("tool_help", json!({"path": name, "format": "full"})),
+            (
+                "tool_exec",
+                json!({"op": name, "args": {"task_id": "t1", "title": "x"}}),
+            ),
+            (
+                "tool_exec",
+                json!({"op": name, "args": {"task_id": "t1"}, "dry_run": true}),
+            ),
+            ("tool_search", json!({"query": name})),
+        ] {
+            let Value::Object(args) = args else {
+                unreachable!()
+            };
+            let (ra, rb) = (
+                a.call_as(tool, Some(args.clone()), Some(&reader))
+                    .await
+                    .unwrap(),
+                b.call_as(tool, Some(args.clone()), Some(&reader))
+                    .await
+                    .unwrap(),
+            );
+            let (ra, rb) = (
+                norm(serde_json::to_value(ra).unwrap(), &va),
+                norm(serde_json::to_value(rb).unwrap(), &vb),
+            );
+            assert_eq!(ra, rb, "{tool} {name}");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 25);
 }

@@ -176,6 +176,28 @@ impl HelpDoc {
         self.unknown_page(reg, asked, self.closest(asked, 5))
     }
 
+    /// The unknown-path answer for a caller who sees only the paths `visible` lets through:
+    /// the closest paths come from those alone, so a hidden path and an invented one with the
+    /// same words answer alike.
+    pub fn unknown_among(
+        &self,
+        reg: &Registry,
+        asked: &str,
+        visible: &dyn Fn(&str) -> bool,
+    ) -> Value {
+        if crate::text::over_name_limit(asked) {
+            return self.unknown_without_suggestions(reg, asked);
+        }
+        let asked = asked.trim();
+        let closest: Vec<String> = self
+            .closest(asked, usize::MAX)
+            .into_iter()
+            .filter(|p| visible(p))
+            .take(5)
+            .collect();
+        self.unknown_page(reg, asked, closest)
+    }
+
     fn unknown_page(&self, reg: &Registry, asked: &str, closest: Vec<String>) -> Value {
         let help = &reg.gateway.help;
         let groups = self

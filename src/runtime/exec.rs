@@ -131,11 +131,17 @@ impl Gateway {
         let Some((op, how)) = resolved else {
             return Err(self.not_found(&call.op, scope));
         };
+        let record = &reg.ops[op];
+        // 2. Scope: every spelling got here, so every spelling is checked. An op outside the
+        // scope's list is one the caller cannot see: it answers exactly as an unknown name
+        // would, with no warning about how it was spelled (existence is information).
+        // FORBIDDEN is for an op the caller sees but may not run (a write in a read-only scope).
+        if !scope.contains(record) {
+            return Err(self.not_found(&call.op, scope));
+        }
         if let Some(w) = how.warning(&call.op, op) {
             warnings.push(w);
         }
-        let record = &reg.ops[op];
-        // 2. Scope: every spelling got here, so every spelling is checked.
         if let Some(why) = scope.refuses(record) {
             return Err(fail(
                 op,

@@ -318,6 +318,12 @@ impl Gateway {
         self.help.unknown_without_suggestions(&self.registry, asked)
     }
 
+    /// The unknown-path help answer for `asked` as a caller who sees only the paths `visible`
+    /// lets through: suggestions from those alone.
+    pub fn help_unknown_among(&self, asked: &str, visible: &dyn Fn(&str) -> bool) -> Value {
+        self.help.unknown_among(&self.registry, asked, visible)
+    }
+
     /// How well a query's best op fits (`match` of its search answer) and that op's lexical
     /// coverage of the query (`None` when no op matched a word): what `eval` measures
     /// abstention with.
@@ -329,6 +335,51 @@ impl Gateway {
             !r.hidden && self.scope.refuses(r).is_none()
         });
         (fit, coverage)
+    }
+
+    /// An index over only the ops `visible` names, for a caller who may see no others: its
+    /// term statistics (and so its scores, confidences and `match`) are what a registry of
+    /// just those ops would give, so nothing in a search answer depends on what is hidden.
+    pub fn view_index(&self, visible: &std::collections::BTreeSet<String>) -> ViewIndex {
+        let mut registry = Registry::clone(&self.registry);
+        registry.ops.retain(|op, _| visible.contains(op));
+        let positions: Vec<usize> = self
+            .registry
+            .ops
+            .keys()
+            .enumerate()
+            .filter(|(_, op)| visible.contains(*op))
+            .map(|(i, _)| i)
+            .collect();
+        let mut index = SearchIndex::new(&registry);
+        index.set_limits(self.search_limits);
+        index.set_calibrated_dense(self.calibrated_dense);
+        ViewIndex {
+            registry,
+            index,
+            positions,
+        }
+    }
+
+    /// search over a [`ViewIndex`] (semantic similarities, when loaded, taken for its ops).
+    pub fn search_view(&self, req: &SearchRequest, view: &ViewIndex) -> SearchResponse {
+        let cut = self.search_limits.max_query_chars;
+        let semantic = self
+            .semantic(crate::text::clip_chars(&req.query, cut))
+            .map(|(sims, w)| {
+                let picked: Vec<f32> = view
+                    .positions
+                    .iter()
+                    .filter_map(|i| sims.get(*i).copied())
+                    .collect();
+                (picked, w)
+            });
+        view.index.search_fused(
+            &view.registry,
+            req,
+            &|_| true,
+            semantic.as_ref().map(|(s, w)| (s.as_slice(), *w)),
+        )
     }
 
     /// search in the gateway's scope.
@@ -346,6 +397,14 @@ impl Gateway {
             semantic.as_ref().map(|(s, w)| (s.as_slice(), *w)),
         )
     }
+}
+
+/// A search index over the ops one kind of caller may see ([`Gateway::view_index`]).
+pub struct ViewIndex {
+    registry: Registry,
+    index: SearchIndex,
+    /// Each visible op's position in the full registry (for semantic similarities).
+    positions: Vec<usize>,
 }
 
 /// Drives a future to completion on the current thread (for the CLI and tests; in a server,

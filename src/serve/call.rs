@@ -101,10 +101,24 @@ impl Server {
         if name == reg.gateway.search {
             return Ok(match serde_json::from_value::<SearchRequest>(args) {
                 Ok(req) => {
-                    let found = inner.gateway.search_in(&req, &view.scope);
+                    let found = match &view.hide {
+                        None => inner.gateway.search_in(&req, &view.scope),
+                        Some(_) => {
+                            let index = view
+                                .search
+                                .get_or_init(|| inner.gateway.view_index(&view.allowed));
+                            inner.gateway.search_view(&req, index)
+                        }
+                    };
                     let mut v = serde_json::to_value(&found).unwrap_or(Value::Null);
                     if let Some(h) = &view.hide {
+                        // The query is echoed as sent (scrubbing it would tell a hidden name
+                        // from an invented one); the rest names only ops this view sees.
+                        let query = v.get("query").cloned();
                         h.scrub(&mut v);
+                        if let (Some(q), Some(o)) = (query, v.as_object_mut()) {
+                            o.insert("query".into(), q);
+                        }
                     }
                     json_result(&v, false)
                 }
@@ -138,9 +152,15 @@ impl Server {
         };
         let mut page = Value::clone(&gw.help(req));
         let served = page.get("path").and_then(Value::as_str).unwrap_or_default();
-        if page.get("error").is_none() && hide.hides_path(served) {
-            // As if it did not exist.
-            page = gw.help_unknown(&req.path);
+        if page.get("error").is_some() || hide.hides_path(served) {
+            // A hidden path answers exactly as an unknown one: the closest paths come from
+            // what this caller sees, for both, and the page echoes what was asked unscrubbed
+            // (scrubbing the echo would tell a hidden name from an invented one).
+            let mut page = gw.help_unknown_among(&req.path, &|p| !hide.hides_path(p));
+            if let Some(groups) = page.get_mut("groups") {
+                hide.scrub(groups);
+            }
+            return page;
         }
         hide.scrub(&mut page);
         page
@@ -176,9 +196,21 @@ impl Server {
             }
         }
         let failed = !envelope.ok;
+        let not_found = envelope
+            .error
+            .as_ref()
+            .is_some_and(|e| e.code == crate::runtime::codes::NOT_FOUND);
         let mut v = envelope.to_json();
         if let Some(h) = &view.hide {
-            h.scrub(&mut v);
+            if not_found {
+                // Its `op` and message echo what the caller sent, and the rest names only ops
+                // it sees: scrubbing the echo would tell a hidden name from an invented one.
+                if let Some(d) = v.pointer_mut("/error/details") {
+                    h.scrub(d);
+                }
+            } else {
+                h.scrub(&mut v);
+            }
         }
         json_result(&v, failed)
     }

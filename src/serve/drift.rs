@@ -67,12 +67,23 @@ impl DriftGate {
         let Some(compiled) = self.approved.get(upstream) else {
             return Verdicts::default();
         };
-        let live: BTreeMap<&str, &Value> = listed
-            .iter()
-            .filter_map(|t| Some((t.get("name")?.as_str()?, t)))
-            .collect();
+        let mut live: BTreeMap<&str, &Value> = BTreeMap::new();
+        let mut twice: std::collections::BTreeSet<&str> = Default::default();
+        for t in listed {
+            if let Some(name) = t.get("name").and_then(Value::as_str) {
+                if live.insert(name, t).is_some() {
+                    twice.insert(name);
+                }
+            }
+        }
         let mut v = Verdicts::default();
         for (tool, pin) in compiled {
+            // A name listed twice is drift whatever either entry says: which one a client
+            // shows is the server's choice, so a poisoned twin could hide behind an honest one.
+            if twice.contains(tool.as_str()) {
+                v.changed.insert(tool.clone(), vec!["listed twice".into()]);
+                continue;
+            }
             let Some(now) = live.get(tool.as_str()) else {
                 v.removed.insert(tool.clone());
                 continue;

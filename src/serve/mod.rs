@@ -165,6 +165,11 @@ struct View {
     tool_names: std::collections::HashSet<String>,
     scope: Scope,
     hide: Option<visibility::Visibility>,
+    /// For a view that hides ops: a search index over only what it sees, built on its first
+    /// search (an index over every op would let hidden ops' term statistics shape its scores).
+    search: std::sync::OnceLock<crate::runtime::ViewIndex>,
+    /// The ops this view may use (what `search` indexes).
+    allowed: std::collections::BTreeSet<String>,
 }
 
 impl Server {
@@ -285,6 +290,8 @@ impl Server {
             tools,
             scope: gateway.scope().clone(),
             hide: None,
+            search: std::sync::OnceLock::new(),
+            allowed: Default::default(),
         });
         Ok(Server {
             inner: Arc::new(Inner {
@@ -372,8 +379,10 @@ impl Server {
         let view = Arc::new(View {
             tool_names: tools.iter().map(|t| t.name.to_string()).collect(),
             tools,
-            scope: Scope::ops(format!("scopes {}", key.join(" ")), allowed),
+            scope: Scope::ops(format!("scopes {}", key.join(" ")), allowed.iter().cloned()),
             hide,
+            search: std::sync::OnceLock::new(),
+            allowed,
         });
         views.insert(key, Arc::clone(&view));
         view

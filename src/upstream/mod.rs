@@ -6,7 +6,10 @@
 //! that dies or prints garbage is reported with the last lines of its stderr.
 
 mod client;
+mod environment;
 pub mod import;
+
+pub use environment::{upstream_environment, BASE_ENVIRONMENT};
 
 pub use client::CALLER;
 use client::{GatewayClient, Relay};
@@ -158,34 +161,14 @@ impl Oversize {
     }
 }
 
-/// Variables every stdio upstream gets from toolreg's environment, when set: what a program
-/// needs to find its tools, its home and its locale. Everything else must be listed in the
-/// upstream's `env`.
-pub const BASE_ENVIRONMENT: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "TMPDIR",
-    "TZ",
-    "LANG",
-    "LANGUAGE",
-    "SYSTEMROOT",
-];
+/// The most pages one `tools/list` listing reads.
+pub const MAX_LIST_PAGES: usize = 64;
 
-/// The environment a stdio upstream starts with: [`BASE_ENVIRONMENT`], the locale's `LC_*`
-/// variables, and the variables its `env` lists; nothing else.
-pub fn upstream_environment(spec: &Upstream) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    std::env::vars_os()
-        .filter(|(k, _)| {
-            let k = k.to_string_lossy();
-            BASE_ENVIRONMENT.contains(&k.as_ref())
-                || k.starts_with("LC_")
-                || spec.env.iter().any(|e| *e == k)
-        })
-        .collect()
-}
+/// The most tools one listing takes.
+pub const MAX_LIST_TOOLS: usize = 10_000;
+
+/// The most bytes of tool definitions one listing takes.
+pub const MAX_LIST_BYTES: usize = 32 << 20;
 
 impl Session {
     /// Starts the upstream (a stdio `command`, or connects to a streamable HTTP `url`) and
@@ -430,20 +413,21 @@ impl Session {
             .swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Every tool the server lists (all pages), as the JSON the server sent.
+    /// Every tool the server lists (all pages), as the JSON the server sent. A listing is
+    /// bounded: at most [`MAX_LIST_PAGES`] pages, [`MAX_LIST_TOOLS`] tools and
+    /// [`MAX_LIST_BYTES`] of definitions, no cursor twice, all within the start time limit; a
+    /// server past any of them fails the listing (and so nothing is forwarded to it).
     pub async fn list_tools(&self) -> Result<Vec<Value>, UpstreamError> {
         let what = "tools/list";
         *self.tools_tap.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
-        let listed = tokio::time::timeout(START_TIMEOUT, self.service.list_all_tools()).await;
+        let listed = tokio::time::timeout(START_TIMEOUT, self.list_pages()).await;
         let raw = self
             .tools_tap
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .unwrap_or_default();
-        let typed = listed
-            .map_err(|_| self.timeout(what, START_TIMEOUT))?
-            .map_err(|e| self.failed(what, e))?;
+        let typed = listed.map_err(|_| self.timeout(what, START_TIMEOUT))??;
         if raw.len() == typed.len() {
             Ok(raw)
         } else {
@@ -452,6 +436,59 @@ impl Session {
                 .filter_map(|t| serde_json::to_value(t).ok())
                 .collect())
         }
+    }
+
+    /// The pages of a listing, within the bounds of [`Session::list_tools`].
+    async fn list_pages(&self) -> Result<Vec<rmcp::model::Tool>, UpstreamError> {
+        let what = "tools/list";
+        let bound = |reason: String| {
+            // What was read so far is dropped at once.
+            *self.tools_tap.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            UpstreamError::Failed {
+                name: self.name.clone(),
+                what: what.into(),
+                reason,
+                stderr: self.stderr_tail(),
+            }
+        };
+        let mut tools = Vec::new();
+        let mut bytes = 0usize;
+        let mut cursors = std::collections::HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let page = self
+                .service
+                .list_tools(Some(
+                    rmcp::model::PaginatedRequestParams::default().with_cursor(cursor.take()),
+                ))
+                .await
+                .map_err(|e| self.failed(what, e))?;
+            bytes += page
+                .tools
+                .iter()
+                .map(|t| serde_json::to_vec(t).map_or(0, |v| v.len()))
+                .sum::<usize>();
+            tools.extend(page.tools);
+            if tools.len() > MAX_LIST_TOOLS {
+                return Err(bound(format!("it lists more than {MAX_LIST_TOOLS} tools")));
+            }
+            if bytes > MAX_LIST_BYTES {
+                return Err(bound(format!(
+                    "its tool definitions pass {} MiB",
+                    MAX_LIST_BYTES >> 20
+                )));
+            }
+            match page.next_cursor {
+                None => return Ok(tools),
+                Some(next) => {
+                    if next.len() > 1024 || !cursors.insert(next.clone()) {
+                        return Err(bound("it sent a cursor it sent before (or one over 1 KiB): the listing would not end".into()));
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+        Err(bound(format!("it lists more than {MAX_LIST_PAGES} pages")))
     }
 
     /// Calls a tool by its own name; the server's `isError` results come back as they are.

@@ -8,7 +8,8 @@
 // (polled every 50 ms) the server sends `notifications/tools/list_changed`, as a server that
 // changes its tools must, and then appends `notified` to CALL_LOG.notified. Every `tools/call`
 // appends the tool's name to CALL_LOG (so a test can prove a call never reached the server) and
-// answers with its arguments.
+// answers with its arguments. When TOOLS_FILE says `"endless": true`, every `tools/list` page
+// carries a new `nextCursor`: a listing that never ends.
 import { appendFileSync, readFileSync, watchFile } from "node:fs";
 import { createInterface } from "node:readline";
 
@@ -18,7 +19,9 @@ if (!toolsFile || !callLog) {
   process.exit(2);
 }
 const send = (msg) => process.stdout.write(JSON.stringify(msg) + "\n");
-const tools = () => JSON.parse(readFileSync(toolsFile, "utf8")).tools;
+const file = () => JSON.parse(readFileSync(toolsFile, "utf8"));
+const tools = () => file().tools;
+let pages = 0;
 
 let initialized = false;
 watchFile(toolsFile, { interval: 50 }, () => {
@@ -40,7 +43,13 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   } else if (method === "notifications/initialized") {
     initialized = true;
   } else if (method === "tools/list") {
-    send({ jsonrpc: "2.0", id, result: { tools: tools() } });
+    const f = file();
+    const result = { tools: f.tools };
+    if (f.endless) {
+      pages += 1;
+      result.nextCursor = `page-${pages}`;
+    }
+    send({ jsonrpc: "2.0", id, result });
   } else if (method === "tools/call") {
     appendFileSync(callLog, `${params.name}\n`);
     send({ jsonrpc: "2.0", id, result: {
