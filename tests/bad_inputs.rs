@@ -58,6 +58,8 @@ const CASES: &[(&str, i32, &[&str])] = &[
     // per-op tuning is TR020), and in third-party snapshots (quarantined, the rest builds; one
     // server's text redirecting another's tool). Sources: tests/bad/poisoning/SOURCES.md.
     ("poisoning", 1, &["TR090", "TR091", "TR020"]),
+    // The evasion corpus (issue 35, item 5): every rewrite flagged once folded.
+    ("poisoning_evasion", 0, &["TR091"]),
     ("poisoning_third_party", 0, &["TR090", "TR091", "TR081"]),
     (
         "provider_lints",

@@ -13,6 +13,7 @@ pub mod classify;
 pub mod draft;
 pub mod enrich;
 pub mod examples;
+mod fold;
 pub mod infer;
 pub mod ir;
 pub mod lint;

@@ -41,6 +41,8 @@ struct RuleSpec {
     anomaly: Option<Anomaly>,
     #[serde(default)]
     shadowing: bool,
+    #[serde(default)]
+    encoded: bool,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -78,6 +80,8 @@ enum Matcher {
     Patterns(Vec<regex::Regex>),
     Anomaly(Anomaly),
     Shadowing,
+    /// Base64 runs that decode to readable text.
+    Encoded,
 }
 
 /// One rule of `poison.toml`.
@@ -126,6 +130,9 @@ fn read_rules(text: &str) -> Result<Vec<Rule>, String> {
         }
         if r.shadowing {
             matchers.push(Matcher::Shadowing);
+        }
+        if r.encoded {
+            matchers.push(Matcher::Encoded);
         }
         if matchers.len() != 1 {
             return Err(format!("rule `{}` needs exactly one matcher", r.id));
@@ -296,6 +303,21 @@ fn distinctive(name: &str) -> bool {
         && (name.contains(['_', '-', '.']) || name.chars().skip(1).any(|c| c.is_ascii_uppercase()))
 }
 
+/// The characters of `text` in `class`, with their byte offsets. For `invisible`, a variation
+/// selector counts too unless it follows a symbol it can style (an emoji such as ⚠️): after a
+/// letter, digit or space it only hides bytes.
+fn hidden_chars(text: &str, class: CharClass) -> impl Iterator<Item = (usize, char)> + '_ {
+    let mut prev: Option<char> = None;
+    text.char_indices().filter(move |(_, c)| {
+        let styled =
+            prev.is_some_and(|p| !p.is_ascii() && !p.is_alphanumeric() && !p.is_whitespace());
+        let hit = class.contains(*c)
+            || (class == CharClass::Invisible && matches!(*c, '\u{FE00}'..='\u{FE0F}') && !styled);
+        prev = Some(*c);
+        hit
+    })
+}
+
 /// What the rules find in one text; `median` is the file's median description length.
 fn findings(
     text: &Text<'_>,
@@ -304,14 +326,15 @@ fn findings(
     names: &HashMap<&str, Vec<usize>>,
 ) -> Vec<(&'static Rule, String)> {
     let mut found = Vec::new();
+    // The text as a reader sees it through common evasions (soft hyphens, homoglyphs, entities,
+    // spaced letters, leetspeak, base64): computed once, only when some form differs.
+    let folded = super::fold::variants(text.text);
     for rule in rules() {
         let hit = match &rule.matcher {
-            Matcher::Chars(class) => text
-                .text
-                .char_indices()
-                .find(|(_, c)| class.contains(*c))
+            Matcher::Chars(class) => hidden_chars(text.text, *class)
+                .next()
                 .map(|(i, c)| {
-                    let n = text.text.chars().filter(|c| class.contains(*c)).count();
+                    let n = hidden_chars(text.text, *class).count();
                     format!(
                         "{n} such character{} from byte {i}, first {}: {}",
                         if n == 1 { "" } else { "s" },
@@ -322,7 +345,14 @@ fn findings(
             Matcher::Patterns(patterns) => patterns
                 .iter()
                 .find_map(|p| p.find(text.text))
-                .map(|m| evidence(text.text, m.range())),
+                .map(|m| evidence(text.text, m.range()))
+                .or_else(|| {
+                    folded.iter().find_map(|f| {
+                        patterns.iter().find_map(|p| p.find(f)).map(|m| {
+                            format!("once folded (invisible characters, look-alike letters, entities, spacing or encoding undone): {}", evidence(f, m.range()))
+                        })
+                    })
+                }),
             Matcher::Anomaly(a) => {
                 let len = text.text.chars().count();
                 (text.is_description
@@ -331,6 +361,9 @@ fn findings(
                     && len as f64 >= a.ratio * median as f64)
                     .then(|| format!("{len} characters; its file's median is {median}"))
             }
+            Matcher::Encoded => super::fold::decoded_base64(text.text)
+                .first()
+                .map(|t| format!("decodes to \"{}\"", evidence(t, 0..0))),
             // Another server's tool named in a sentence that gives an order. A name its own
             // server also defines is the server talking about itself.
             Matcher::Shadowing => text

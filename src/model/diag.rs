@@ -569,6 +569,12 @@ pub fn is_invisible(c: char) -> bool {
         c,
         '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{180E}'
             | '\u{E0100}'..='\u{E01EF}'
+            // Default-ignorable code points that hide inside words: soft hyphen, combining
+            // grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian variation
+            // selectors, deprecated format characters, shorthand format controls.
+            | '\u{00AD}' | '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+            | '\u{180B}'..='\u{180D}' | '\u{180F}' | '\u{206A}'..='\u{206F}' | '\u{3164}'
+            | '\u{FFA0}' | '\u{1BCA0}'..='\u{1BCA3}'
     )
 }
 
