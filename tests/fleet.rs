@@ -190,18 +190,42 @@ fn failure_classes_build_with_a_warning_each() {
     }
 }
 
+/// Issue 35, item 6: a third-party snapshot never takes the team's names. Its tools named
+/// `tool_search` and `tool_help` keep their tool names (what the upstream knows) but are offered
+/// as `tool_search_search` and `tool_help_search`; the gateway keeps its names. The team's own
+/// tools are the team's to name: one of theirs called `tool_search` moves the gateway aside (a
+/// warning), and a gateway name the overlay pinned to it is an error.
 #[test]
 fn gateway_tools_get_free_names_when_the_catalog_has_theirs() {
     let (reg, _, _tmp) = build(&common::repo().join("tests/bad/gateway_name_taken"));
-    assert_eq!(reg.gateway.search, "toolreg_search_2");
-    assert_eq!(reg.gateway.help, "toolreg_help");
+    assert_eq!(reg.gateway.search, "tool_search");
+    assert_eq!(reg.gateway.help, "tool_help");
     assert_eq!(reg.gateway.exec, "tool_exec");
-    // A name the overlay pinned keeps the error.
-    let tmp = tempfile::tempdir().unwrap();
-    common::copy_dir(
-        &common::repo().join("tests/bad/gateway_name_taken"),
-        tmp.path(),
+    let offered: Vec<(&str, &str)> = reg
+        .ops
+        .values()
+        .map(|r| (r.tool_name.as_str(), r.provider_name.as_str()))
+        .collect();
+    assert!(
+        offered.contains(&("tool_search", "tool_search_search")),
+        "{offered:?}"
     );
+    assert!(
+        offered.contains(&("tool_help", "tool_help_search")),
+        "{offered:?}"
+    );
+
+    // The same tools in the team's own file.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        common::repo().join("tests/bad/gateway_name_taken/search.mcp.json"),
+        tmp.path().join("search.json"),
+    )
+    .unwrap();
+    let (own, _, _own_tmp) = build(tmp.path());
+    assert_eq!(own.gateway.search, "toolreg_search_2");
+    assert_eq!(own.gateway.help, "toolreg_help");
+    // A name the overlay pinned to a team tool's name keeps the error.
     std::fs::write(
         tmp.path().join("toolreg.toml"),
         "[gateway]\nsearch = \"tool_search\"\n",
@@ -454,4 +478,38 @@ fn everyday_memory_requests_find_the_memory_ops() {
             "{q}: top three {top:?}"
         );
     }
+}
+
+/// Issue 35, item 6: a vendor tool that infers to the same op as a team tool never takes it,
+/// whatever the names' order: the team's `get_order` keeps `shop.order.get` and the imported
+/// `GetOrder` (which sorts first, and took the op before) gets a qualified op.
+#[test]
+fn a_team_tool_keeps_its_op_against_a_vendor_tool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tool = |name: &str, description: &str| {
+        serde_json::json!({"name": name, "description": description,
+            "inputSchema": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                "required": ["order_id"], "additionalProperties": false}})
+    };
+    std::fs::write(
+        tmp.path().join("shop.json"),
+        serde_json::json!({"tools": [tool("get_order", "Get one order of the shop.")]}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("shop.mcp.json"),
+        serde_json::json!({"tools": [tool("GetOrder", "Get one order (vendor).")]}).to_string(),
+    )
+    .unwrap();
+    let (reg, text, _tmp) = build(tmp.path());
+    let op_of = |tool: &str| {
+        reg.ops
+            .values()
+            .find(|r| r.tool_name == tool)
+            .map(|r| r.op.clone())
+            .unwrap_or_else(|| panic!("{tool} missing:\n{text}"))
+    };
+    let (team, vendor) = (op_of("get_order"), op_of("GetOrder"));
+    assert_eq!(team, "shop.order.get", "{vendor}\n{text}");
+    assert_ne!(vendor, team);
 }

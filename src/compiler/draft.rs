@@ -89,6 +89,8 @@ pub fn draft(definitions: &Path) -> Result<Draft, DraftError> {
             file: &r.source.file,
             read_only: r.annotations.as_ref().and_then(|a| a.read_only_hint),
             classified: false,
+            // As the zero-config build decides it (no overlay: imported snapshots).
+            third_party: super::third_party(&r.source.file, None),
         })
         .collect();
     let inferred: Vec<Inferred> = infer::infer(

@@ -248,7 +248,7 @@ fn release(out: &mut Compiled, held: Vec<(QuarantinedTool, Vec<Diagnostic>)>) {
 
 /// Whether a definitions file is third-party: an imported MCP snapshot, or named by
 /// `[sources] third_party`.
-fn third_party(rel: &str, overlay: Option<&overlay::Overlay>) -> bool {
+pub(crate) fn third_party(rel: &str, overlay: Option<&overlay::Overlay>) -> bool {
     rel.ends_with(".mcp.json")
         || overlay.is_some_and(|o| {
             o.sources
@@ -449,6 +449,7 @@ fn infer_unclassified(
             file: &loaded.files[t.raw.file].rel,
             read_only: t.raw.annotations.as_ref().and_then(|a| a.read_only_hint),
             classified: t.class.is_some(),
+            third_party: t.third_party,
         })
         .collect();
     let reserved = tools

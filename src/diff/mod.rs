@@ -77,6 +77,7 @@ diff_codes! {
     LeftProfile = "TD012", Breaking, "an op left a profile (or the profile was removed)";
     BecameHidden = "TD013", Breaking, "an op became hidden";
     AliasRemoved = "TD014", Breaking, "an op alias was removed";
+    GatewayRenamed = "TD015", Breaking, "a gateway tool (help, exec or search) was renamed: clients, prompts and examples that call it by name fail";
     TextChanged = "TD020", Warning, "a description or summary the model sees changed";
     ExampleChanged = "TD021", Warning, "an op's examples changed";
     PolicyChanged = "TD022", Warning, "an op's policy changed";
@@ -131,6 +132,20 @@ fn finding(code: DiffCode, op: &str, pointer: String, message: String) -> Findin
 /// Every finding between two registries, sorted by op, pointer and code.
 pub fn findings(old: &Registry, new: &Registry) -> Vec<Finding> {
     let mut out = Vec::new();
+    for (role, was, now) in [
+        ("help", &old.gateway.help, &new.gateway.help),
+        ("exec", &old.gateway.exec, &new.gateway.exec),
+        ("search", &old.gateway.search, &new.gateway.search),
+    ] {
+        if was != now {
+            out.push(finding(
+                DiffCode::GatewayRenamed,
+                was,
+                format!("/gateway/{role}"),
+                format!("the {role} gateway tool `{was}` is now `{now}`; calls to `{was}` fail (set `{role} = \"{was}\"` under [gateway] to keep it)"),
+            ));
+        }
+    }
     // Ops that moved: the same tool under another op name.
     let new_by_tool: BTreeMap<&str, &OpRecord> = new
         .ops

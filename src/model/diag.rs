@@ -98,7 +98,7 @@ codes! {
     SurfaceName = "TR062", Error, "a surface tool name is not valid for providers";
     OpenParameters = "TR063", Warning, "a tool's parameters do not set `additionalProperties: false`";
     OverBudget = "TR064", Warning, "a tool, profile or gateway exceeds its token budget";
-    GatewayRenamed = "TR065", Warning, "a catalog tool has a default gateway tool's name; the gateway tool got another";
+    GatewayRenamed = "TR065", Warning, "a team tool has a default gateway tool's name, so the gateway tool got another; or a third-party tool has a gateway tool's name, so it is offered under another";
     SurfaceProjection = "TR066", Warning, "a tool's top-level oneOf/anyOf/allOf is shown to models as one object; exec enforces the original";
     SharedToolName = "TR067", Warning, "several servers define a tool of the same name; each gets a server-qualified provider name";
     // Emitters.

@@ -28,6 +28,8 @@ pub struct Input<'a> {
     pub read_only: Option<bool>,
     /// Already classified by the overlay: counts as evidence, gets no inferred op.
     pub classified: bool,
+    /// From a third-party file: on a collision, the team's own tool keeps the op.
+    pub third_party: bool,
 }
 
 /// An inferred op and how it was found (for notes and for drafting rules).
@@ -746,7 +748,13 @@ fn resolve_collisions(inputs: &[Input], out: &mut [Option<Inferred>], reserved: 
         .map(|op| (op.clone(), String::from("(the overlay)")))
         .collect();
     let mut order: Vec<usize> = (0..inputs.len()).filter(|&i| out[i].is_some()).collect();
-    order.sort_by(|&a, &b| inputs[a].name.cmp(inputs[b].name).then(a.cmp(&b)));
+    // The team's own tools first: a vendor's tool never takes a team tool's op, whatever the
+    // names' order; then by name.
+    order.sort_by(|&a, &b| {
+        (inputs[a].third_party, inputs[a].name)
+            .cmp(&(inputs[b].third_party, inputs[b].name))
+            .then(a.cmp(&b))
+    });
     for i in order {
         let Some(inf) = out[i].as_mut() else { continue };
         let Some(owner) = taken.get(&inf.op).cloned() else {
@@ -871,6 +879,7 @@ mod tests {
         let inputs: Vec<Input> = names
             .iter()
             .map(|(n, f)| Input {
+                third_party: false,
                 name: n,
                 file: f,
                 read_only: None,

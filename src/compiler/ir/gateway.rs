@@ -32,7 +32,7 @@ pub(super) fn check_gateway_names(
             Some(format!("is also the `{other}` tool's name"))
         } else {
             ops.values()
-                .find(|r| r.provider_name == *name || r.tool_name == *name)
+                .find(|r| r.provider_name == *name)
                 .map(|r| format!("is the name of the tool `{}` (op `{}`)", r.tool_name, r.op))
         };
         seen.insert(name, role);
@@ -56,13 +56,17 @@ pub(super) fn check_gateway_names(
 pub(super) fn gateway_names(
     overlay: &Overlay,
     ops: &BTreeMap<String, OpRecord>,
+    third_party: &BTreeSet<String>,
     loaded: &Loaded,
     diags: &mut Diagnostics,
 ) -> GatewayNames {
     let d = GatewayNames::default();
     let g = &overlay.gateway;
+    // Only the team's own tools can make the gateway give way: a third-party tool yields its
+    // name instead (`yield_gateway_names`), so a vendor cannot rename the team's gateway.
     let taken: BTreeSet<&str> = ops
         .values()
+        .filter(|r| !third_party.contains(&r.op))
         .flat_map(|r| [r.tool_name.as_str(), r.provider_name.as_str()])
         .collect();
     let mut chosen: BTreeSet<String> = [&g.help, &g.exec, &g.search]
@@ -86,9 +90,9 @@ pub(super) fn gateway_names(
             .find(|c| !taken.contains(c.as_str()) && !chosen.contains(c))
             .unwrap_or_default();
         chosen.insert(name.clone());
-        let owner = ops
-            .values()
-            .find(|r| r.tool_name == default || r.provider_name == default);
+        let owner = ops.values().find(|r| {
+            !third_party.contains(&r.op) && (r.tool_name == default || r.provider_name == default)
+        });
         let mut d = Diagnostic::new(
             Code::GatewayRenamed,
             format!(
@@ -111,6 +115,64 @@ pub(super) fn gateway_names(
         help: pick("help", &g.help, d.help),
         exec: pick("exec", &g.exec, d.exec),
         search: pick("search", &g.search, d.search),
+    }
+}
+
+/// A third-party op whose provider name is a gateway tool's name gives it up: it is offered
+/// (on the direct and profile surfaces) as `NAME_<group>` (or with a number), with a warning;
+/// its tool name, which the upstream knows it by, stays. The gateway keeps its name.
+pub(super) fn yield_gateway_names(
+    gateway: &GatewayNames,
+    ops: &mut BTreeMap<String, OpRecord>,
+    third_party: &BTreeSet<String>,
+    loaded: &Loaded,
+    diags: &mut Diagnostics,
+) {
+    let names = [&gateway.help, &gateway.exec, &gateway.search];
+    let mut used: BTreeSet<String> = ops.values().map(|r| r.provider_name.clone()).collect();
+    used.extend(names.iter().map(|n| n.to_string()));
+    for op in third_party {
+        let Some(r) = ops.get_mut(op) else { continue };
+        if !names
+            .iter()
+            .any(|n| **n == r.provider_name || **n == r.tool_name)
+        {
+            continue;
+        }
+        let base: String = format!("{}_{}", r.provider_name, r.group)
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(60)
+            .collect();
+        let new_name = (1..)
+            .map(|n| {
+                if n == 1 {
+                    base.clone()
+                } else {
+                    format!("{base}_{n}")
+                }
+            })
+            .find(|c| !used.contains(c))
+            .unwrap_or_default();
+        used.insert(new_name.clone());
+        let mut d = Diagnostic::new(
+            Code::GatewayRenamed,
+            format!(
+                "the third-party tool `{}` (op `{op}`) has a gateway tool's name; it is offered as `{new_name}`, and the gateway keeps its name",
+                crate::diag::escape_controls(&r.tool_name)
+            ),
+        );
+        if let Some(i) = loaded.files.iter().position(|f| f.rel == r.source.file) {
+            d = d.at(loaded.loc(i, r.source.pointer.clone()));
+        }
+        diags.push(d.help("nothing to do: a vendor's tool never takes the team's gateway names; call it by its op"));
+        r.provider_name = new_name;
     }
 }
 

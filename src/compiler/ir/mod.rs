@@ -24,7 +24,7 @@ use crate::registry::{
     Budgets, Counts, EntityNode, GroupNode, Kind, OpRecord, Origin, Policy, Profile, Registry,
     Source, FORMAT_VERSION, GENERATOR,
 };
-use gateway::{check_gateway_names, gateway_names, search_settings};
+use gateway::{check_gateway_names, gateway_names, search_settings, yield_gateway_names};
 use op_extras::{add_id_discovery, arg_aliases, op_examples};
 use selection::{access, clusters, profiles};
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,8 +48,15 @@ pub fn assemble(
         .filter_map(|c| c.entity.clone())
         .collect();
     let mut ops = BTreeMap::new();
+    // Ops of third-party tools (imported snapshots, `[sources] third_party`): they never take a
+    // name that is the team's to give (the gateway tools').
+    let mut third_party: BTreeSet<String> = BTreeSet::new();
     for t in tools {
+        let vendor = t.third_party;
         if let Some(record) = op_record(t, loaded, lo, diags) {
+            if vendor {
+                third_party.insert(record.op.clone());
+            }
             ops.insert(record.op.clone(), record);
         }
     }
@@ -85,7 +92,8 @@ pub fn assemble(
     }
 
     let counts = counts(&ops, tree.len());
-    let gateway = gateway_names(overlay, &ops, loaded, diags);
+    let gateway = gateway_names(overlay, &ops, &third_party, loaded, diags);
+    yield_gateway_names(&gateway, &mut ops, &third_party, loaded, diags);
     check_gateway_names(&gateway, &ops, lo, diags);
     let upstreams = upstreams(&ops, lo, diags);
     let search = search_settings(lo, diags);
