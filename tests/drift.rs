@@ -105,6 +105,22 @@ impl Setup {
         std::fs::rename(&tmp, &self.tools_file).unwrap();
     }
 
+    /// Swaps the server's tools mid-session and waits until it has said so and toolreg's
+    /// session task has read the notification.
+    async fn swap_tools(&self, tools: &Value) {
+        let before = self.notified();
+        self.set_tools(tools);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.notified() == before {
+            assert!(
+                Instant::now() < deadline,
+                "the server never noticed its file"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+
     fn calls(&self) -> Vec<String> {
         std::fs::read_to_string(&self.call_log)
             .unwrap_or_default()
@@ -259,17 +275,7 @@ async fn serve_refuses_a_tool_its_upstream_changed_and_warn_forwards_it() {
     assert_eq!(s.calls(), ["read_note"]);
 
     // Mid-session, the server swaps its tools and says so.
-    s.set_tools(&pulled_tools());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while s.notified() == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the server never noticed its file"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // The notification is read by toolreg's session task; give it a moment.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.swap_tools(&pulled_tools()).await;
 
     let refused = call(&c, "read_note", json!({"id": "n1"})).await;
     let env = envelope(&refused);
@@ -369,16 +375,7 @@ async fn endless_listings_and_twin_names_are_refused() {
     let mut twins = reviewed_tools();
     let poisoned = pulled_tools()["tools"][0].clone();
     twins["tools"].as_array_mut().unwrap().push(poisoned);
-    s.set_tools(&twins);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while s.notified() == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the server never noticed its file"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.swap_tools(&twins).await;
     let env = envelope(&call(&c, "read_note", json!({"id": "n2"})).await);
     assert_eq!(env["error"]["code"], "UPSTREAM_TOOL_CHANGED", "{env}");
     assert_eq!(
@@ -393,16 +390,7 @@ async fn endless_listings_and_twin_names_are_refused() {
     // Endless pages: the next listing stops at its bound; the call is refused, not forwarded.
     let mut endless = reviewed_tools();
     endless["endless"] = json!(true);
-    s.set_tools(&endless);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while s.notified() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "the server never noticed its file"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.swap_tools(&endless).await;
     let before = s.calls().len();
     let started = Instant::now();
     let r = call(&c, "read_note", json!({"id": "n3"})).await;

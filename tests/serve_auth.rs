@@ -24,8 +24,22 @@ fn provider(procs: &mut Procs) -> String {
 
 /// The example catalog with `[access]`: `tools:read` grants reads, `tools:write` everything.
 fn registry(root: &Path) -> PathBuf {
+    registry_without(root, None)
+}
+
+/// `registry`, with the write tool `removed` (of onto-write.json) left out of the catalog.
+fn registry_without(root: &Path, removed: Option<&str>) -> PathBuf {
     let defs = root.join("defs");
     common::copy_dir(&common::repo().join("definitions"), &defs);
+    if let Some(name) = removed {
+        let file = defs.join("onto-write.json");
+        let mut tools: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let list = tools.as_array_mut().unwrap();
+        let before = list.len();
+        list.retain(|t| t["function"]["name"] != name);
+        assert_eq!(list.len() + 1, before, "{name} is in onto-write.json");
+        std::fs::write(&file, tools.to_string()).unwrap();
+    }
     let overlay = defs.join("toolreg.toml");
     let mut text = std::fs::read_to_string(&overlay).unwrap();
     text.push_str(
@@ -438,34 +452,7 @@ async fn a_hidden_op_answers_exactly_as_one_that_does_not_exist() {
     let tmp = tempfile::tempdir().unwrap();
     let with = registry(&tmp.path().join("with"));
     // The same catalog with update_onto_risk removed from its definitions.
-    let without_root = tmp.path().join("without");
-    let defs = without_root.join("defs");
-    common::copy_dir(&common::repo().join("definitions"), &defs);
-    let file = defs.join("onto-write.json");
-    let mut tools: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    let list = tools.as_array_mut().unwrap();
-    let before = list.len();
-    list.retain(|t| t["function"]["name"] != "update_onto_risk");
-    assert_eq!(list.len() + 1, before);
-    std::fs::write(&file, tools.to_string()).unwrap();
-    let overlay = defs.join("toolreg.toml");
-    let mut text = std::fs::read_to_string(&overlay).unwrap();
-    text.push_str(
-        "\n[access.scopes.\"tools:read\"]\nkinds = [\"read\"]\n\n[access.scopes.\"tools:write\"]\nkinds = [\"read\", \"write\", \"destructive\"]\n",
-    );
-    std::fs::write(&overlay, text).unwrap();
-    let without = without_root.join("gen");
-    let out = common::toolreg(
-        &without_root,
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            without.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", common::stderr(&out));
+    let without = registry_without(&tmp.path().join("without"), Some("update_onto_risk"));
 
     let load = |dir: &Path| {
         Server::load_with(

@@ -106,7 +106,12 @@ fn op_of(reg: &Value, tool: &str) -> String {
 }
 
 async fn exec(c: &RunningService<RoleClient, ()>, op: &str) -> Value {
-    let args = json!({"op": op, "args": {"note": "n"}});
+    exec_noting(c, op, "n").await
+}
+
+/// `tool_exec` of `op` with the argument `note`.
+async fn exec_noting(c: &RunningService<RoleClient, ()>, op: &str, note: &str) -> Value {
+    let args = json!({"op": op, "args": {"note": note}});
     let Value::Object(args) = args else {
         unreachable!()
     };
@@ -547,15 +552,8 @@ async fn upstream_error_codes_never_become_labels() {
     let c = client(&served.url).await;
     let op = op_of(&reg, "fail");
     for i in 0..60 {
-        let args = json!({"op": op, "args": {"note": format!("invented_{i}")}});
-        let Value::Object(args) = args else {
-            unreachable!()
-        };
-        let r = c
-            .call_tool(CallToolRequestParams::new("tool_exec").with_arguments(args))
-            .await
-            .unwrap();
-        assert_eq!(r.is_error, Some(true));
+        let r = exec_noting(&c, &op, &format!("invented_{i}")).await;
+        assert_eq!(r["isError"], true, "{r}");
     }
     let text = reqwest::get(format!("http://{metrics}/metrics"))
         .await

@@ -459,6 +459,29 @@ fn toolreg_in(cwd: &Path, approvals: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Approves `defs` with `run`, then runs `import --check` (the upstream is no MCP server: exit
+/// 2) and waits up to `secs` seconds for the file its command writes. Both outputs.
+fn approve_and_wait_for(
+    run: &dyn Fn(&[&str]) -> Output,
+    file: &Path,
+    secs: u64,
+) -> (Output, Output) {
+    let approved = run(&["approve", "-d", "defs"]);
+    assert!(approved.status.success(), "{}", err(&approved));
+    let out = run(&["import", "--check", "-d", "defs"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "not an MCP server: {}",
+        err(&out)
+    );
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (approved, out)
+}
+
 /// A checkout whose `[upstreams.notes]` is the form the guide used to recommend,
 /// `npx -y @acme/notes-server@1.2.3`.
 fn npx_checkout(root: &Path) -> PathBuf {
@@ -570,20 +593,13 @@ fn an_approval_covers_the_folder_and_the_code_a_package_runner_would_take() {
     assert!(!marker.exists(), "the planted copy ran");
 
     // Approved where it is, after reading it: it runs, and npx took the local copy offline.
-    let out = toolreg_in(&b, &approvals, &["approve", "-d", "defs"]);
-    assert!(out.status.success(), "{}", err(&out));
-    assert!(err(&out).contains("takes code from"), "{}", err(&out));
-    let out = toolreg_in(&b, &approvals, &["import", "--check", "-d", "defs"]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "not an MCP server: {}",
-        err(&out)
+    let (approved, out) =
+        approve_and_wait_for(&|args| toolreg_in(&b, &approvals, args), &marker, 20);
+    assert!(
+        err(&approved).contains("takes code from"),
+        "{}",
+        err(&approved)
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !marker.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
     assert!(marker.exists(), "npx ran the local copy: {}", err(&out));
     std::fs::remove_file(&marker).unwrap();
 
@@ -634,19 +650,7 @@ fn a_stdio_upstream_gets_only_its_listed_environment() {
             .output()
             .unwrap()
     };
-    let out = run(&["approve", "-d", "defs"]);
-    assert!(out.status.success(), "{}", err(&out));
-    let out = run(&["import", "--check", "-d", "defs"]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "not an MCP server: {}",
-        err(&out)
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !dump.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    approve_and_wait_for(&run, &dump, 10);
     let env = std::fs::read_to_string(&dump).unwrap();
     assert!(env.contains("NOTES_TOKEN=notes-value"), "{env}");
     assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
