@@ -529,3 +529,169 @@ async fn a_hidden_op_answers_exactly_as_one_that_does_not_exist() {
     }
     assert_eq!(compared, 25);
 }
+
+/// A loopback issuer for the key-fetch tests: discovery, an empty JWKS (each fetch counted), a
+/// JWKS body that never ends (chunked, bounded at 64 MiB so the thread stops by itself) and a
+/// redirect. One request per connection.
+fn hostile_issuer() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(AtomicUsize::new(0));
+    let (issuer, counter) = (base.clone(), std::sync::Arc::clone(&hits));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (issuer, counter) = (issuer.clone(), std::sync::Arc::clone(&counter));
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                if reader.read_line(&mut line).is_err() {
+                    return;
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+                let mut header = String::new();
+                while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                    header.clear();
+                }
+                let mut out = stream;
+                let json = |body: String| {
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let reply = match path.as_str() {
+                    "/.well-known/openid-configuration" => json(format!(
+                        r#"{{"issuer": "{issuer}", "jwks_uri": "{issuer}/jwks"}}"#
+                    )),
+                    "/jwks" => {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        json(r#"{"keys": []}"#.into())
+                    }
+                    "/redirect" => format!(
+                        "HTTP/1.1 302 Found\r\nlocation: {issuer}/jwks\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    ),
+                    "/endless" => {
+                        let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+                        let chunk = format!("{:x}\r\n{}\r\n", 1 << 16, "[".repeat(1 << 16));
+                        for _ in 0..1024 {
+                            if out.write_all(chunk.as_bytes()).is_err() {
+                                return;
+                            }
+                        }
+                        return;
+                    }
+                    _ => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into(),
+                };
+                let _ = out.write_all(reply.as_bytes());
+            });
+        }
+    });
+    (base, hits)
+}
+
+/// A signed-looking JWT with this header (the signature is never reached).
+fn unsigned_jwt(header: Value) -> String {
+    use base64::Engine;
+    let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    format!(
+        "{}.{}.c2ln",
+        b64(&header),
+        b64(&json!({"sub": "x", "aud": RESOURCE, "exp": 4_000_000_000u64}))
+    )
+}
+
+/// Issue 35, item 12: tokens naming unknown keys cause one JWKS fetch in flight, not one per
+/// request; a JWKS that never ends is cut at 1 MiB; a redirect is not followed; an issuer over
+/// plain http off loopback is refused before anything is fetched; a token whose `typ` is not an
+/// access token's is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_fetch_is_single_flight_bounded_and_https_only() {
+    use std::sync::atomic::Ordering;
+    use toolreg::serve::oauth::OAuth;
+    let (issuer, hits) = hostile_issuer();
+    let mut oauth = OAuth::new(&issuer, RESOURCE, None, Vec::new())
+        .await
+        .unwrap();
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "the start fetched the keys");
+    // Let an unknown key cause a fetch one second from now (30 s by default), and wait for it.
+    oauth
+        .set_refetch_interval(std::time::Duration::from_secs(1))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let oauth = std::sync::Arc::new(oauth);
+    // 50 concurrent requests, each naming a key nobody has.
+    let mut calls = Vec::new();
+    for i in 0..50 {
+        let oauth = std::sync::Arc::clone(&oauth);
+        let token =
+            unsigned_jwt(json!({"alg": "RS256", "kid": format!("unknown-{i}"), "typ": "JWT"}));
+        calls.push(tokio::spawn(async move { oauth.verify(&token).await }));
+    }
+    for c in calls {
+        let e = c.await.unwrap().unwrap_err();
+        assert!(e.contains("signing key is unknown"), "{e}");
+    }
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        2,
+        "one fetch for all 50 (was one each)"
+    );
+
+    // typ: an ID token or a DPoP proof of the same issuer is not an access token.
+    for typ in ["id+jwt", "dpop+jwt", "logout+jwt"] {
+        let e = oauth
+            .verify(&unsigned_jwt(
+                json!({"alg": "RS256", "kid": "k", "typ": typ}),
+            ))
+            .await
+            .unwrap_err();
+        assert!(e.contains("not an access token"), "{typ}: {e}");
+    }
+
+    // A JWKS body that never ends: refused at the cap, fast.
+    let started = std::time::Instant::now();
+    let e = match OAuth::new(
+        &issuer,
+        RESOURCE,
+        Some(&format!("{issuer}/endless")),
+        Vec::new(),
+    )
+    .await
+    {
+        Ok(_) => panic!("an endless JWKS was accepted"),
+        Err(e) => e,
+    };
+    assert!(e.contains("more than"), "{e}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // A redirect is an answer, not a hop.
+    let e = match OAuth::new(
+        &issuer,
+        RESOURCE,
+        Some(&format!("{issuer}/redirect")),
+        Vec::new(),
+    )
+    .await
+    {
+        Ok(_) => panic!("a redirect was followed"),
+        Err(e) => e,
+    };
+    assert!(e.contains("302"), "{e}");
+    // Plain http off loopback: refused before any request.
+    for (iss, jwks) in [
+        ("http://issuer.example", None),
+        ("https://issuer.example", Some("http://keys.example/jwks")),
+    ] {
+        let e = match OAuth::new(iss, RESOURCE, jwks, Vec::new()).await {
+            Ok(_) => panic!("{iss} accepted"),
+            Err(e) => e,
+        };
+        assert!(e.contains("not https"), "{e}");
+    }
+}

@@ -2,7 +2,12 @@
 //! found by discovery (or `--oauth-jwks`), cached, and fetched again when a token names a key
 //! the cache lacks (at most every 30 s) or the cache is 10 minutes old, so key rotation needs no
 //! restart. Signature, `iss`, `aud`, `exp` and `nbf` are checked by `jsonwebtoken`; only the
-//! listed algorithms are accepted (never `none`, never HMAC with a public key).
+//! listed algorithms are accepted (never `none`, never HMAC with a public key), and only access
+//! token types (`typ` absent, `JWT` or `at+jwt`).
+//!
+//! The key fetch is hostile-input safe: one fetch in flight per issuer (concurrent requests
+//! naming unknown keys wait for it and share its answer), every document read in a stream with
+//! a 1 MiB cap (never whole first), no redirects, and https only off loopback.
 
 use super::Principal;
 use jsonwebtoken::jwk::JwkSet;
@@ -40,6 +45,30 @@ pub struct OAuth {
     algorithms: Vec<Algorithm>,
     http: reqwest::Client,
     keys: RwLock<KeyCache>,
+    /// Held while the keys are fetched: one fetch in flight, whoever else needs keys waits.
+    fetching: tokio::sync::Mutex<()>,
+    /// How soon after a fetch an unknown key may cause another.
+    refetch: Duration,
+}
+
+/// Whether `url` may be fetched for keys: https, or http to a loopback host (a test issuer).
+fn fetchable(url: &str) -> Result<(), String> {
+    let u = url::Url::parse(url)
+        .map_err(|e| format!("`{}` is not a URL: {e}", crate::trust::redact_url(url)))?;
+    let loopback = match u.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(url::Host::Ipv6(a)) => a.is_loopback(),
+        None => false,
+    };
+    match u.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(format!(
+            "`{}` is not https (plain http is accepted only on loopback): keys fetched over it could be forged",
+            crate::trust::redact_url(url)
+        )),
+    }
 }
 
 /// The issuer's keys and when to fetch them again.
@@ -52,12 +81,12 @@ struct KeyCache {
 }
 
 impl KeyCache {
-    fn fetched(set: JwkSet) -> KeyCache {
+    fn fetched(set: JwkSet, refetch: Duration) -> KeyCache {
         let now = Instant::now();
         KeyCache {
             set,
             stale_at: now + REFRESH_AFTER,
-            next_fetch: now + REFETCH_AT_MOST_EVERY,
+            next_fetch: now + refetch,
         }
     }
 }
@@ -86,14 +115,25 @@ async fn fetch_json(http: &reqwest::Client, url: &str) -> Result<serde_json::Val
             )
         })?;
     if !r.status().is_success() {
+        // A redirect is an answer here too: the client follows none.
         return Err(format!("{shown} answered {}", r.status()));
     }
-    let bytes = r
-        .bytes()
+    let too_big = || format!("{shown} sent more than {MAX_DOC_BYTES} bytes");
+    if r.content_length().is_some_and(|n| n > MAX_DOC_BYTES as u64) {
+        return Err(too_big());
+    }
+    // Read in chunks and stop at the cap: a body that never ends costs 1 MiB, not all of it.
+    let mut r = r;
+    let mut bytes: Vec<u8> = Vec::new();
+    while let Some(chunk) = r
+        .chunk()
         .await
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if bytes.len() > MAX_DOC_BYTES {
-        return Err(format!("{shown} sent more than {MAX_DOC_BYTES} bytes"));
+        .map_err(|e| format!("cannot read {shown}: {e}"))?
+    {
+        if bytes.len() + chunk.len() > MAX_DOC_BYTES {
+            return Err(too_big());
+        }
+        bytes.extend_from_slice(&chunk);
     }
     serde_json::from_slice(&bytes).map_err(|e| format!("{shown} is not JSON: {e}"))
 }
@@ -115,8 +155,10 @@ impl OAuth {
                 "{bad:?} is a shared-secret algorithm; a resource server verifies with the issuer's public keys"
             ));
         }
+        fetchable(issuer)?;
         let http = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| e.to_string())?;
         let jwks_uri = match jwks_uri {
@@ -149,6 +191,7 @@ impl OAuth {
                     .to_string()
             }
         };
+        fetchable(&jwks_uri)?;
         let keys = Self::fetch_keys(&http, &jwks_uri).await?;
         Ok(OAuth {
             issuer: issuer.to_string(),
@@ -160,12 +203,21 @@ impl OAuth {
                 algorithms
             },
             http,
-            keys: RwLock::new(KeyCache::fetched(keys)),
+            keys: RwLock::new(KeyCache::fetched(keys, REFETCH_AT_MOST_EVERY)),
+            fetching: tokio::sync::Mutex::new(()),
+            refetch: REFETCH_AT_MOST_EVERY,
         })
     }
 
     pub fn issuer(&self) -> &str {
         &self.issuer
+    }
+
+    /// How soon after a fetch a token naming an unknown key may cause another (30 s by
+    /// default); counted from now.
+    pub async fn set_refetch_interval(&mut self, every: Duration) {
+        self.refetch = every;
+        self.keys.write().await.next_fetch = Instant::now() + every;
     }
 
     async fn fetch_keys(http: &reqwest::Client, uri: &str) -> Result<JwkSet, String> {
@@ -194,12 +246,21 @@ impl OAuth {
                 return found.ok_or_else(unknown);
             }
         }
+        // One fetch in flight: whoever waited here finds the answer of the fetch before it
+        // (a fetch, failed or not, moves `next_fetch` on) and does not fetch again.
+        let _one = self.fetching.lock().await;
+        {
+            let cache = self.keys.read().await;
+            if Instant::now() < cache.next_fetch {
+                return pick(&cache.set).ok_or_else(unknown);
+            }
+        }
         let fresh = Self::fetch_keys(&self.http, &self.jwks_uri).await;
         let mut cache = self.keys.write().await;
         match fresh {
-            Ok(set) => *cache = KeyCache::fetched(set),
+            Ok(set) => *cache = KeyCache::fetched(set, self.refetch),
             // Keep the old keys, and do not try again before the wait is over.
-            Err(_) => cache.next_fetch = Instant::now() + REFETCH_AT_MOST_EVERY,
+            Err(_) => cache.next_fetch = Instant::now() + self.refetch,
         }
         pick(&cache.set).ok_or_else(unknown)
     }
@@ -211,6 +272,17 @@ impl OAuth {
             jsonwebtoken::decode_header(token).map_err(|e| format!("not a signed JWT ({e})"))?;
         if !self.algorithms.contains(&header.alg) {
             return Err(format!("the algorithm {:?} is not accepted", header.alg));
+        }
+        // An access token (RFC 9068 `at+jwt`, or the generic `JWT`), not an ID token, a
+        // logout token or a DPoP proof signed by the same issuer.
+        if let Some(typ) = header.typ.as_deref() {
+            let t = typ.to_ascii_lowercase();
+            if !matches!(t.as_str(), "jwt" | "at+jwt" | "application/at+jwt") {
+                return Err(format!(
+                    "the token type `{}` is not an access token",
+                    crate::diag::escape_controls(crate::text::clip_chars(typ, 40))
+                ));
+            }
         }
         let jwk = self.key(header.kid.as_deref()).await?;
         let key = DecodingKey::from_jwk(&jwk).map_err(|e| format!("unusable signing key: {e}"))?;
@@ -243,10 +315,15 @@ impl OAuth {
             .map(str::to_owned)
             .collect();
         scopes.extend(c.scp.unwrap_or_default());
+        // Every principal has its own name (idempotency keys, limits and the audit log go by
+        // it): a token naming neither subject nor client is refused, never pooled under one
+        // shared name; the name is kept short and printable.
         let name = c
             .sub
             .or(c.client_id)
-            .unwrap_or_else(|| "unnamed client".into());
+            .filter(|n| !n.trim().is_empty())
+            .ok_or("the token names no subject (`sub`) or client (`client_id`)")?;
+        let name = crate::diag::escape_controls(crate::text::clip_chars(&name, 200));
         Ok(Principal { name, scopes })
     }
 }
