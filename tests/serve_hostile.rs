@@ -189,7 +189,9 @@ async fn idle_connections_do_not_shut_others_out_and_sigterm_stops_mid_request()
         libc::setrlimit(libc::RLIMIT_NOFILE, &l);
     }
     let tmp = tempfile::tempdir().unwrap();
-    let (mut served, reg) = start(tmp.path());
+    // Every socket here comes from 127.0.0.1, the client's own address: the per-peer cap is
+    // lifted so this case measures the global one (the per-peer cap has its own test).
+    let (mut served, reg) = start_with(tmp.path(), &["--max-connections-per-peer", "5000"]);
     let addr = served
         .url
         .trim_start_matches("http://")
@@ -581,4 +583,67 @@ async fn upstream_error_codes_never_become_labels() {
             .all(|l| l.contains("\"code\":\"UPSTREAM_ERROR\"")),
         "{log}"
     );
+}
+
+/// Issue 35, item 3: one peer holds at most its share of connections (the rest are closed at
+/// once), and a connection that trickles its request head a byte at a time is closed when the
+/// head deadline passes, however often it sends; then a real client is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_heads_and_one_peers_flood_are_cut_off() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let (served, _reg) = start_with(
+        tmp.path(),
+        &[
+            "--max-connections-per-peer",
+            "4",
+            "--head-timeout-ms",
+            "1500",
+        ],
+    );
+    let addr = served
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    // Four slow clients trickle a request head, a byte every 200 ms (the 60 s idle timeout
+    // alone would keep them for ever).
+    let mut slow: Vec<std::net::TcpStream> = (0..4)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    // A fifth from the same peer: closed at once (EOF, or a reset).
+    let mut fifth = std::net::TcpStream::connect(&addr).unwrap();
+    fifth
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let closed = matches!(fifth.read(&mut byte), Ok(0) | Err(_));
+    assert!(closed, "a fifth connection from one peer was kept");
+    let head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+    let started = Instant::now();
+    let mut cut = vec![false; slow.len()];
+    for i in 0.. {
+        for (k, s) in slow.iter_mut().enumerate() {
+            if !cut[k] && s.write_all(&[head[i % head.len()]]).is_err() {
+                cut[k] = true;
+            }
+        }
+        if cut.iter().all(|c| *c) || started.elapsed() > Duration::from_secs(8) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        cut.iter().all(|c| *c),
+        "trickling heads were still open after {:?}",
+        started.elapsed()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    // Their places are free again: a real client is served.
+    let c = client(&served.url).await;
+    assert_eq!(c.list_tools(None).await.unwrap().tools.len(), 3);
 }

@@ -450,6 +450,12 @@ pub(crate) struct ServeArgs {
     /// Close a connection that sends nothing for this long, in milliseconds
     #[arg(long, value_name = "MS", default_value_t = 60_000, requires = "http")]
     pub(crate) idle_timeout_ms: u64,
+    /// Open connections one peer may hold (an IPv4 address, or an IPv6 /64); more are closed at once
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "http")]
+    pub(crate) max_connections_per_peer: usize,
+    /// A new connection must have sent its first request head within this many milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 10_000, requires = "http")]
+    pub(crate) head_timeout_ms: u64,
     /// Requests one caller may have running at once
     #[arg(long, value_name = "N", default_value_t = 32, requires = "http")]
     pub(crate) max_concurrent: usize,

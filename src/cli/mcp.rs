@@ -202,6 +202,8 @@ pub fn serve(args: ServeArgs) -> ExitCode {
                 allow_unauthenticated: args.allow_unauthenticated,
                 max_connections: args.max_connections,
                 idle_timeout: std::time::Duration::from_millis(args.idle_timeout_ms.max(1)),
+                max_connections_per_peer: args.max_connections_per_peer,
+                head_timeout: std::time::Duration::from_millis(args.head_timeout_ms.max(1)),
                 max_concurrent: args.max_concurrent,
                 rate_per_sec: args.rate_limit,
             };

@@ -48,6 +48,13 @@ pub struct HttpOptions {
     pub max_connections: usize,
     /// A connection that sends nothing for this long is closed.
     pub idle_timeout: Duration,
+    /// Open connections one peer (an IPv4 address, or an IPv6 /64) may hold; more are closed at
+    /// once, so one slow client cannot take every place.
+    pub max_connections_per_peer: usize,
+    /// A new connection must have sent its first request head (up to its blank line) within
+    /// this long, however slowly it trickles bytes (a per-read idle timeout alone lets a client
+    /// that sends a byte a minute hold a place for ever).
+    pub head_timeout: Duration,
     /// Requests one principal (or, unauthenticated, one peer address) may have running at once.
     pub max_concurrent: usize,
     /// Requests per second one principal may make (a token bucket of one second's burst);
@@ -65,6 +72,8 @@ impl Default for HttpOptions {
             allow_unauthenticated: false,
             max_connections: 4096,
             idle_timeout: Duration::from_secs(60),
+            max_connections_per_peer: 64,
+            head_timeout: Duration::from_secs(10),
             max_concurrent: 32,
             rate_per_sec: 0,
             shared_rate: None,
@@ -171,6 +180,9 @@ pub async fn run_http(
         inner: listener,
         open: Arc::new(tokio::sync::Semaphore::new(options.max_connections.max(1))),
         idle: options.idle_timeout,
+        per_peer: Arc::new(Mutex::new(HashMap::new())),
+        max_per_peer: options.max_connections_per_peer.max(1),
+        head_timeout: options.head_timeout,
     };
     eprintln!("toolreg serve: listening on http://{bound}{ENDPOINT}");
     let stopped = Arc::new(tokio::sync::Notify::new());
@@ -201,6 +213,45 @@ struct Bounded {
     inner: tokio::net::TcpListener,
     open: Arc<tokio::sync::Semaphore>,
     idle: Duration,
+    /// Open connections per peer key (see `peer_key`).
+    per_peer: Arc<Mutex<HashMap<std::net::IpAddr, usize>>>,
+    max_per_peer: usize,
+    head_timeout: Duration,
+}
+
+/// Whom a connection counts against: its IPv4 address, or the /64 of its IPv6 address (one
+/// host usually holds a whole /64, so counting single addresses would not bound it).
+fn peer_key(addr: &SocketAddr) -> std::net::IpAddr {
+    match addr.ip() {
+        std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
+            let mut o = v6.octets();
+            o[8..].fill(0);
+            std::net::IpAddr::V6(std::net::Ipv6Addr::from(o))
+        }
+        std::net::IpAddr::V6(v6) => std::net::IpAddr::V4(
+            v6.to_ipv4_mapped()
+                .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+        ),
+        v4 => v4,
+    }
+}
+
+/// A connection's place in its peer's count, given back when it closes.
+struct PeerPlace {
+    counts: Arc<Mutex<HashMap<std::net::IpAddr, usize>>>,
+    key: std::net::IpAddr,
+}
+
+impl Drop for PeerPlace {
+    fn drop(&mut self) {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = counts.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.key);
+            }
+        }
+    }
 }
 
 /// The peer address of a connection (for limits when a caller has no principal).
@@ -217,6 +268,11 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Boun
 struct Guarded {
     io: std::pin::Pin<Box<tokio_io_timeout::TimeoutStream<tokio::net::TcpStream>>>,
     _place: tokio::sync::OwnedSemaphorePermit,
+    _peer: PeerPlace,
+    /// Until the first request head is complete: when it must be, and how far the blank line
+    /// that ends it has been matched (`\r\n\r\n`, 0..4).
+    head: Option<(tokio::time::Instant, u8)>,
+    head_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl axum::serve::Listener for Bounded {
@@ -226,6 +282,20 @@ impl axum::serve::Listener for Bounded {
     async fn accept(&mut self) -> (Guarded, SocketAddr) {
         loop {
             let (stream, addr) = axum::serve::Listener::accept(&mut self.inner).await;
+            let key = peer_key(&addr);
+            let peer = {
+                let mut counts = self.per_peer.lock().unwrap_or_else(|e| e.into_inner());
+                let n = counts.entry(key).or_default();
+                if *n >= self.max_per_peer {
+                    drop(stream); // this peer holds its share: closed now
+                    continue;
+                }
+                *n += 1;
+                PeerPlace {
+                    counts: Arc::clone(&self.per_peer),
+                    key,
+                }
+            };
             let Ok(place) = Arc::clone(&self.open).try_acquire_owned() else {
                 drop(stream); // over the cap: closed now, not queued
                 continue;
@@ -233,10 +303,14 @@ impl axum::serve::Listener for Bounded {
             let mut io = tokio_io_timeout::TimeoutStream::new(stream);
             io.set_read_timeout(Some(self.idle));
             io.set_write_timeout(Some(self.idle));
+            let deadline = tokio::time::Instant::now() + self.head_timeout;
             return (
                 Guarded {
                     io: Box::pin(io),
                     _place: place,
+                    _peer: peer,
+                    head: Some((deadline, 0)),
+                    head_timer: Some(Box::pin(tokio::time::sleep_until(deadline))),
                 },
                 addr,
             );
@@ -254,7 +328,38 @@ impl tokio::io::AsyncRead for Guarded {
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        self.io.as_mut().poll_read(cx, buf)
+        use std::task::Poll;
+        let this = &mut *self;
+        if this.head.is_none() {
+            return this.io.as_mut().poll_read(cx, buf);
+        }
+        // The first request head is not complete yet: its deadline holds whatever arrives.
+        if let Some(timer) = this.head_timer.as_mut() {
+            if std::future::Future::poll(timer.as_mut(), cx).is_ready() {
+                return Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the request head did not arrive in time",
+                )));
+            }
+        }
+        let before = buf.filled().len();
+        let r = this.io.as_mut().poll_read(cx, buf);
+        if let (Poll::Ready(Ok(())), Some((_, matched))) = (&r, this.head.as_mut()) {
+            for b in &buf.filled()[before..] {
+                *matched = match (*matched, *b) {
+                    (0 | 2, b'\r') => *matched + 1,
+                    (1 | 3, b'\n') => *matched + 1,
+                    (_, b'\r') => 1,
+                    _ => 0,
+                };
+                if *matched == 4 {
+                    this.head = None;
+                    this.head_timer = None;
+                    break;
+                }
+            }
+        }
+        r
     }
 }
 
