@@ -345,6 +345,23 @@ async fn a_token_file_admits_its_principals_and_the_direct_surface_varies_by_sco
     );
     assert_eq!(raw_list(&url, None).await.0, 401);
     assert_eq!(raw_list(&url, Some("trk_0000")).await.0, 401);
+    // Two Authorization headers, a valid one first: neither counts (issue 35, a low).
+    let twice = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {}", tokens[1]))
+        .header("authorization", "Bearer trk_0000")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(twice.status().as_u16(), 401);
+    let said = twice.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(said.contains("invalid_request"), "{said}");
     let ro = client(&url, &tokens[0]).await;
     let rw = client(&url, &tokens[1]).await;
     let names = |l: &rmcp::model::ListToolsResult| -> Vec<String> {
@@ -383,7 +400,7 @@ async fn a_token_file_admits_its_principals_and_the_direct_surface_varies_by_sco
     assert_eq!(lines[1]["code"], "NOT_IMPLEMENTED");
     assert!(lines
         .iter()
-        .all(|l| l["args_b3"].as_str().unwrap().starts_with("b3:")));
+        .all(|l| l["args_b3"].as_str().unwrap().starts_with("b3k:")));
     assert!(!std::fs::read_to_string(&audit).unwrap().contains(secret));
     // Metrics: what was counted, in a text Debian's promtool accepts.
     let text = String::from_utf8(

@@ -575,7 +575,22 @@ async fn upstream_error_codes_never_become_labels() {
         "{text}"
     );
     assert!(!text.contains("invented_"), "{text}");
+    // A client's own tool name reaches the audit log escaped and cut, never raw.
+    let hostile = "\u{1b}[2J\u{202e}x".repeat(500);
+    let r = c
+        .call_tool(CallToolRequestParams::new(hostile.clone()))
+        .await;
+    assert!(r.is_err(), "an unknown tool is a protocol error");
     let log = std::fs::read_to_string(&audit).unwrap();
+    assert_eq!(log.lines().count(), 61, "the unknown tool's call is audited too");
+    let last = log.lines().last().unwrap();
+    assert!(last.contains("PROTOCOL_ERROR"), "{last}");
+    assert!(
+        !last.contains('\u{1b}') && !last.contains('\u{202e}'),
+        "{last}"
+    );
+    assert!(last.len() < 2_000, "{} bytes", last.len());
+    let log: String = log.lines().take(60).collect::<Vec<_>>().join("\n");
     assert_eq!(log.lines().count(), 60);
     assert!(!log.contains("invented_"), "{log}");
     assert!(

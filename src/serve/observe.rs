@@ -128,11 +128,26 @@ pub struct CallRecord<'a> {
     pub args_b3: String,
 }
 
-/// `b3:` and the blake3 of the arguments in canonical form (keys sorted): what the audit log
-/// keeps instead of their values.
+/// `b3k:` and the blake3 of the arguments in canonical form (keys sorted), keyed with a random
+/// key of this process: what the audit log keeps instead of their values. Keyed, so a reader of
+/// the log can tell repeated calls apart within one run but cannot recover a guessable value
+/// (`{"user": "alice"}`) by hashing candidates, nor correlate callers across servers or runs.
 pub fn args_digest(args: &Value) -> String {
+    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(|| {
+        let mut k = [0u8; 32];
+        // Without OS randomness the key is still process-unique (time and pid), never fixed.
+        if getrandom::fill(&mut k).is_err() {
+            let seed = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
+            k = *blake3::hash(seed.as_bytes()).as_bytes();
+        }
+        k
+    });
     let canonical = crate::canonical::sort_keys(args).to_string();
-    format!("b3:{}", blake3::hash(canonical.as_bytes()).to_hex())
+    format!(
+        "b3k:{}",
+        blake3::keyed_hash(key, canonical.as_bytes()).to_hex()
+    )
 }
 
 impl CallRecord<'_> {
@@ -143,8 +158,9 @@ impl CallRecord<'_> {
             .unwrap_or_default();
         json!({
             "ts_ms": now as u64,
-            "principal": self.principal,
-            "tool": self.tool,
+            // The caller's own text: escaped and cut, like every name a log line carries.
+            "tool": crate::diag::escape_controls(crate::text::clip_chars(self.tool, 128)),
+            "principal": self.principal.map(|p| crate::diag::escape_controls(crate::text::clip_chars(p, 200))),
             "op": self.op,
             "upstream": self.upstream,
             "code": self.code,
@@ -232,6 +248,18 @@ mod tests {
         assert!(!line.to_string().contains("hunter2"));
         assert_eq!(line["latency_ms"], 1.5);
         assert_eq!(line["principal"], "ci-bot");
-        assert!(line["args_b3"].as_str().unwrap().starts_with("b3:"));
+        assert!(line["args_b3"].as_str().unwrap().starts_with("b3k:"));
+        // Keyed: the same arguments digest alike within a run, unlike a plain blake3.
+        assert_eq!(
+            args_digest(&json!({"b": 1, "a": 2})),
+            args_digest(&json!({"a": 2, "b": 1}))
+        );
+        let plain = blake3::hash(
+            crate::canonical::sort_keys(&json!({"a": 2, "b": 1}))
+                .to_string()
+                .as_bytes(),
+        )
+        .to_hex();
+        assert!(!args_digest(&json!({"a": 2, "b": 1})).contains(plain.as_str()));
     }
 }

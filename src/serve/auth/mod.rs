@@ -250,6 +250,13 @@ pub async fn authenticate(
     next: axum::middleware::Next,
 ) -> Response {
     let (auth, server) = (&state.0, &state.1);
+    // Two credentials in one request: which one counts would be a proxy's guess, so neither.
+    if req.headers().get_all(header::AUTHORIZATION).iter().count() > 1 {
+        return auth.challenge(
+            StatusCode::UNAUTHORIZED,
+            Some(("invalid_request", "more than one Authorization header")),
+        );
+    }
     let Some(token) = bearer(req.headers()).map(str::to_owned) else {
         return auth.challenge(StatusCode::UNAUTHORIZED, None);
     };
