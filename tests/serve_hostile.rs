@@ -582,7 +582,11 @@ async fn upstream_error_codes_never_become_labels() {
         .await;
     assert!(r.is_err(), "an unknown tool is a protocol error");
     let log = std::fs::read_to_string(&audit).unwrap();
-    assert_eq!(log.lines().count(), 61, "the unknown tool's call is audited too");
+    assert_eq!(
+        log.lines().count(),
+        61,
+        "the unknown tool's call is audited too"
+    );
     let last = log.lines().last().unwrap();
     assert!(last.contains("PROTOCOL_ERROR"), "{last}");
     assert!(
@@ -661,4 +665,72 @@ async fn slow_heads_and_one_peers_flood_are_cut_off() {
     // Their places are free again: a real client is served.
     let c = client(&served.url).await;
     assert_eq!(c.list_tools(None).await.unwrap().tools.len(), 3);
+}
+
+/// Issue 35, left from before: the MCP endpoint refuses a browser Origin it was not told to
+/// accept (DNS rebinding), two Host headers and a Host with user info; `--allowed-host` and
+/// `--allowed-origin` values that could never match are refused at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn origin_and_host_headers_are_checked() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let (served, _reg) = start_with(tmp.path(), &["--allowed-origin", "http://localhost:6274"]);
+    let addr = served
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let status = |headers: &str| {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\n{headers}content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.split_whitespace().nth(1).unwrap_or("").to_string()
+    };
+    let host = format!("Host: {addr}\r\n");
+    assert_eq!(status(&host), "200", "a plain request is served");
+    assert_eq!(
+        status(&format!("{host}Origin: http://localhost:6274\r\n")),
+        "200",
+        "an allowed origin"
+    );
+    let evil = status(&format!("{host}Origin: http://evil.example\r\n"));
+    assert!(evil.starts_with('4'), "a foreign Origin got {evil}");
+    assert_eq!(status(&format!("{host}{host}")), "400", "two Host headers");
+    assert_eq!(
+        status(&format!("Host: attacker@{addr}\r\n")),
+        "400",
+        "user info in Host"
+    );
+    for (flag, value) in [
+        ("--allowed-host", "http://tools.example"),
+        ("--allowed-host", "tools.example/mcp"),
+        ("--allowed-origin", "tools.example"),
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .args([
+                "serve",
+                "--registry",
+                "generated",
+                "--http",
+                "127.0.0.1:0",
+                flag,
+                value,
+            ])
+            .current_dir(common::repo())
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{flag} {value}: {}",
+            common::stderr(&o)
+        );
+    }
 }

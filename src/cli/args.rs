@@ -418,6 +418,10 @@ pub(crate) struct ServeArgs {
     /// A Host header the HTTP server accepts besides loopback (DNS-rebinding guard); repeatable
     #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
     pub(crate) allowed_hosts: Vec<String>,
+    /// A browser Origin the HTTP server accepts (`https://app.example.com:443`); requests that
+    /// carry any other Origin are refused (DNS-rebinding guard); repeatable
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+    pub(crate) allowed_origins: Vec<String>,
     /// Admit callers by bearer token: a token file of `[[principal]]` entries (name, token
     /// hash, scopes), made with `toolreg token`
     #[arg(long, value_name = "FILE", requires = "http")]

@@ -198,6 +198,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             let options = toolreg::serve::HttpOptions {
                 shared_rate,
                 allowed_hosts: args.allowed_hosts,
+                allowed_origins: args.allowed_origins,
                 auth,
                 allow_unauthenticated: args.allow_unauthenticated,
                 max_connections: args.max_connections,

@@ -40,6 +40,10 @@ pub type RateFuture<'a> =
 pub struct HttpOptions {
     /// `Host` headers accepted besides loopback (a guard against DNS rebinding).
     pub allowed_hosts: Vec<String>,
+    /// Browser `Origin`s accepted; a request carrying any other `Origin` is refused (the MCP
+    /// spec asks servers to validate it: DNS rebinding from a web page). Empty: only requests
+    /// without an `Origin` (every non-browser client) pass.
+    pub allowed_origins: Vec<String>,
     /// Who may call; `None` serves anyone who reaches the port.
     pub auth: Option<Auth>,
     /// Listen beyond loopback without `auth` (printed as a warning at start).
@@ -68,6 +72,7 @@ impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
             allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
             auth: None,
             allow_unauthenticated: false,
             max_connections: 4096,
@@ -83,14 +88,24 @@ impl Default for HttpOptions {
 
 /// Why `serve --http` would not start: a setting that would leave it open or unguarded.
 pub fn check_options(addr: SocketAddr, options: &HttpOptions) -> Result<(), String> {
-    if let Some(h) = options
-        .allowed_hosts
-        .iter()
-        .find(|h| h.contains('*') || h.trim().is_empty())
-    {
+    if let Some(h) = options.allowed_hosts.iter().find(|h| {
+        h.contains('*')
+            || h.trim().is_empty()
+            || h.contains("://")
+            || h.contains(['/', '@', '?', '#', ' '])
+    }) {
         return Err(format!(
-            "--allowed-host `{}` is not a host name: name each host clients use (wildcards are not supported)",
+            "--allowed-host `{}` is not a host name: name each host clients use as it appears in a Host header (`tools.example.com` or `tools.example.com:8080`; no scheme, path or wildcard)",
             crate::diag::escape_controls(h)
+        ));
+    }
+    if let Some(o) = options.allowed_origins.iter().find(|o| {
+        !(o.starts_with("http://") || o.starts_with("https://") || o.as_str() == "null")
+            || o.trim_end_matches('/').matches('/').count() > 2
+    }) {
+        return Err(format!(
+            "--allowed-origin `{}` is not an origin: write scheme, host and port, as a browser sends it (`https://app.example.com:443`)",
+            crate::diag::escape_controls(o)
         ));
     }
     if !addr.ip().is_loopback() && options.auth.is_none() && !options.allow_unauthenticated {
@@ -134,7 +149,10 @@ pub async fn run_http(
             hosts.push(h);
         }
     }
-    config = config.with_allowed_hosts(hosts);
+    config = config
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(options.allowed_origins.iter().cloned())
+        .enforce_origin_validation();
     let cancel = config.cancellation_token.clone();
     let handler = server.clone();
     let service = StreamableHttpService::new(
@@ -153,6 +171,7 @@ pub async fn run_http(
         axum::Router::new()
             .route_service(ENDPOINT, service)
             .layer(axum::middleware::from_fn_with_state(limits, limit))
+            .layer(axum::middleware::from_fn(one_plain_host))
     }
     let router = match options.auth {
         Some(a) => {
@@ -460,6 +479,27 @@ impl Limits {
             c.running = c.running.saturating_sub(1);
         }
     }
+}
+
+/// Refuses a request with two `Host` headers, or a Host with user info (`a@127.0.0.1`): which
+/// host it names would be a proxy's guess, and the allow-list would check the wrong one.
+async fn one_plain_host(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let hosts = req.headers().get_all(axum::http::header::HOST);
+    let count = hosts.iter().count();
+    let with_user = hosts
+        .iter()
+        .any(|h| h.to_str().map_or(true, |h| h.contains('@')));
+    if count > 1 || with_user {
+        return (
+            axum::http::StatusCode::BAD_REQUEST,
+            "one Host header, naming a host without user info",
+        )
+            .into_response();
+    }
+    next.run(req).await
 }
 
 /// The middleware that applies [`Limits`] per principal (per peer address without one): 429
