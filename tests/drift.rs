@@ -405,3 +405,40 @@ async fn endless_listings_and_twin_names_are_refused() {
     assert_eq!(s.calls().len(), before, "nothing was forwarded");
     c.cancel().await.unwrap();
 }
+
+/// Issue 35, item 11: a server that says its tools changed in a loop (every 20 ms) is listed
+/// again at most once a second, and every call still goes through a judged listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_loop_is_listed_at_most_once_a_second() {
+    let s = Setup::new();
+    let c = s.serve("refuse").await;
+    // The first call starts the upstream (serve starts them lazily).
+    let r = call(&c, "read_note", json!({"id": "n0"})).await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let mut spam = reviewed_tools();
+    spam["spam"] = json!(true);
+    s.swap_tools(&spam).await;
+    let lists = || {
+        let mut p = s.call_log.as_os_str().to_owned();
+        p.push(".lists");
+        std::fs::read_to_string(PathBuf::from(p))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let before = lists();
+    let started = Instant::now();
+    let mut served = 0;
+    while started.elapsed() < Duration::from_secs(3) {
+        let r = call(&c, "read_note", json!({"id": "n"})).await;
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+        served += 1;
+    }
+    let listed = lists() - before;
+    assert!(served >= 3, "{served} calls");
+    assert!(
+        listed <= 5,
+        "{listed} listings in 3 s of a list_changed loop"
+    );
+    c.cancel().await.unwrap();
+}

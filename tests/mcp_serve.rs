@@ -372,13 +372,11 @@ async fn serve_proxies_the_reference_servers_through_the_gateway() {
     assert_eq!(e["error"]["code"], "UPSTREAM_TIMEOUT", "{e}");
     assert!(started.elapsed() < Duration::from_secs(4));
 
-    // The upstream killed mid-session: the call that sees it gets UPSTREAM_UNAVAILABLE, the next
-    // starts it again.
+    // The upstream killed while idle: nothing of the next call had reached it, so that call
+    // starts it again and is served (issue 35, left from before: it used to fail).
     let first = w.pid("memory");
     unsafe { libc::kill(first, libc::SIGKILL) };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let e = envelope(&exec(&c, "memory.graph.read", json!({})).await);
-    assert_eq!(e["error"]["code"], "UPSTREAM_UNAVAILABLE", "{e}");
     let again = exec(&c, "memory.graph.read", json!({})).await;
     assert_ne!(again.is_error, Some(true), "{}", text(&again));
     assert!(

@@ -27,7 +27,14 @@ struct Slot {
     failures: u32,
     /// No new start before this moment.
     not_before: Option<Instant>,
+    /// When the session's tools were last listed (a server that says its tools changed is
+    /// listed again at most every `MIN_RELIST`).
+    listed_at: Option<Instant>,
 }
+
+/// How soon after a listing a server's `list_changed` may cause another: a server that sends
+/// it in a loop gets one listing per second, and its calls wait for the next one.
+const MIN_RELIST: Duration = Duration::from_secs(1);
 
 pub struct Pool {
     specs: BTreeMap<String, Upstream>,
@@ -81,6 +88,19 @@ impl Pool {
         if let Some(s) = slot.session.clone() {
             if !s.is_closed() {
                 if s.take_tools_changed() {
+                    // At most one listing per MIN_RELIST: a call that comes sooner waits for it
+                    // (holding the slot, so other calls wait too); nothing is forwarded until
+                    // the new listing is judged.
+                    if let Some(wait) = slot
+                        .listed_at
+                        .map(|t| MIN_RELIST.saturating_sub(t.elapsed()))
+                        .filter(|w| !w.is_zero())
+                    {
+                        tokio::time::sleep(wait).await;
+                    }
+                    // Changes the server announced while this call waited are in this listing.
+                    let _ = s.take_tools_changed();
+                    slot.listed_at = Some(Instant::now());
                     match self.list_and_judge(name, &s).await {
                         Ok(v) => slot.verdicts = v,
                         Err(e) => {
@@ -92,12 +112,9 @@ impl Pool {
                 }
                 return Ok((s, Arc::clone(&slot.verdicts)));
             }
-            // It died between calls: this call is the one that saw it.
+            // It died while idle: nothing of this call reached it, so it is started again now
+            // (with a fresh listing) and the call goes on.
             slot.session = None;
-            return Err(unavailable(
-                name,
-                "the server exited; it is restarted on the next call".into(),
-            ));
         }
         if let Some(t) = slot.not_before {
             let now = Instant::now();
@@ -125,6 +142,7 @@ impl Pool {
             Ok((s, verdicts)) => {
                 slot.session = Some(Arc::clone(&s));
                 slot.verdicts = Arc::clone(&verdicts);
+                slot.listed_at = Some(Instant::now());
                 slot.failures = 0;
                 slot.not_before = None;
                 Ok((s, verdicts))

@@ -9,7 +9,8 @@
 // changes its tools must, and then appends `notified` to CALL_LOG.notified. Every `tools/call`
 // appends the tool's name to CALL_LOG (so a test can prove a call never reached the server) and
 // answers with its arguments. When TOOLS_FILE says `"endless": true`, every `tools/list` page
-// carries a new `nextCursor`: a listing that never ends.
+// carries a new `nextCursor`: a listing that never ends; with `"spam": true` the server sends
+// `list_changed` every 20 ms. Every `tools/list` appends `list` to CALL_LOG.lists.
 import { appendFileSync, readFileSync, watchFile } from "node:fs";
 import { createInterface } from "node:readline";
 
@@ -24,6 +25,11 @@ const tools = () => file().tools;
 let pages = 0;
 
 let initialized = false;
+setInterval(() => {
+  if (initialized && file().spam) {
+    send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+  }
+}, 20);
 watchFile(toolsFile, { interval: 50 }, () => {
   if (!initialized) return;
   send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
@@ -43,6 +49,7 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   } else if (method === "notifications/initialized") {
     initialized = true;
   } else if (method === "tools/list") {
+    appendFileSync(`${callLog}.lists`, "list\n");
     const f = file();
     const result = { tools: f.tools };
     if (f.endless) {
