@@ -599,7 +599,28 @@ mod tests {
         };
         assert!(check_options(local, &star)
             .unwrap_err()
-            .contains("wildcards"));
+            .contains("wildcard"));
+        // Values that could never match a Host header or an Origin stop the start.
+        for (hosts, origins) in [
+            (vec!["http://tools.example"], vec![]),
+            (vec!["tools.example/mcp"], vec![]),
+            (vec!["bot@tools.example"], vec![]),
+            (vec![], vec!["tools.example"]),
+            (vec![], vec!["https://app.example/path"]),
+        ] {
+            let bad = HttpOptions {
+                allowed_hosts: hosts.iter().map(|h| h.to_string()).collect(),
+                allowed_origins: origins.iter().map(|o| o.to_string()).collect(),
+                ..HttpOptions::default()
+            };
+            assert!(check_options(local, &bad).is_err(), "{hosts:?} {origins:?}");
+        }
+        let good = HttpOptions {
+            allowed_hosts: vec!["tools.example:8080".into()],
+            allowed_origins: vec!["https://app.example.com:443".into(), "null".into()],
+            ..HttpOptions::default()
+        };
+        assert!(check_options(local, &good).is_ok());
     }
 
     #[test]
