@@ -340,13 +340,13 @@ fn import_leaves_out_tools_with_unusable_names() {
     ]);
     let said = common::stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("imported 6 tools"), "{said}");
+    assert!(said.contains("imported 7 tools"), "{said}");
     assert_eq!(
         said.matches("left out of the snapshot").count(),
         4,
         "{said}"
     );
-    assert!(said.contains("at /tools/6/name"), "{said}");
+    assert!(said.contains("at /tools/7/name"), "{said}");
     assert!(said.contains("clear\\u{1b}[2J"), "{said}");
     assert!(said.contains("read\\u{e0049}"), "{said}");
     assert!(said.contains("5000 characters"), "{said}");
@@ -732,5 +732,30 @@ async fn origin_and_host_headers_are_checked() {
             "{flag} {value}: {}",
             common::stderr(&o)
         );
+    }
+}
+
+/// Issue 35, left from before: a line that is not JSON-RPC from an upstream mid-session is
+/// dropped, the call is still answered, and the operator's log says so (escaped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_json_lines_from_an_upstream_are_logged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (served, reg) = start(tmp.path());
+    let c = client(&served.url).await;
+    let r = exec(&c, &op_of(&reg, "noise")).await;
+    assert_ne!(r["isError"], true, "{r}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = served.log.lock().unwrap().clone();
+        if log.contains("not JSON-RPC") {
+            assert!(
+                log.contains("`hostile`") && log.contains("DEBUG: not json"),
+                "{log}"
+            );
+            assert!(!log.contains('\u{1b}'), "raw escapes in the log: {log}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no log line: {log}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

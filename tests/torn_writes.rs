@@ -440,3 +440,40 @@ fn import_killed_at_any_moment_leaves_each_file_whole() {
     assert_eq!(fs::read_to_string(&overlay).unwrap(), new_overlay);
     assert_eq!(fs::read_to_string(&snapshot).unwrap(), new_snapshot);
 }
+
+/// Issue 35, a low: the draft a killed `init` leaves beside the overlay is named by `build` and
+/// removed by the next `init`, with a note each time; the overlay is untouched.
+#[test]
+fn a_draft_a_killed_init_left_is_named_and_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let defs = tmp.path().join("defs");
+    common::copy_dir(&common::repo().join("tests/catalogs/github"), &defs);
+    let left = defs.join("toolreg.toml.toolreg-tmp");
+    std::fs::write(&left, "[registry]\nname = \"half").unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .args(args)
+            .env("TOOLREG_APPROVALS", common::no_approvals())
+            .output()
+            .unwrap()
+    };
+    let d = defs.to_str().unwrap();
+    let out_dir = tmp.path().join("gen");
+    let o = run(&["build", "-d", d, "--out", out_dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("interrupted `toolreg init`"),
+        "{}",
+        common::stderr(&o)
+    );
+    assert!(left.exists(), "build only names it");
+    let o = run(&["init", "-d", d]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("removed"),
+        "{}",
+        common::stderr(&o)
+    );
+    assert!(!left.exists());
+    assert!(defs.join("toolreg.toml").exists());
+}

@@ -11,6 +11,12 @@ use toolreg::output::{self, Ownership};
 /// Compiles and writes every artifact (all-or-nothing), then keeps `toolreg.lock` current.
 pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> ExitCode {
     out.warn_unused_model();
+    left_draft(
+        &defs
+            .definitions
+            .join(toolreg::compiler::overlay::OVERLAY_FILE),
+        false,
+    );
     let g = generate_opts(
         &defs.definitions,
         &out.emitters(),
@@ -134,6 +140,26 @@ pub(super) fn check(defs: Definitions, out: Out, format: Format) -> ExitCode {
     }
 }
 
+/// Where `init` stages the overlay before renaming it into place.
+fn draft_beside(overlay: &std::path::Path) -> std::path::PathBuf {
+    overlay.with_extension("toml.toolreg-tmp")
+}
+
+/// A draft a killed `init` left beside the overlay (the overlay itself is whole: the draft is
+/// renamed into place or not at all): `init` removes it, other commands say it is there.
+pub(super) fn left_draft(overlay: &std::path::Path, remove: bool) {
+    let tmp = draft_beside(overlay);
+    if !tmp.is_file() {
+        return;
+    }
+    let shown = display(&tmp);
+    if remove && std::fs::remove_file(&tmp).is_ok() {
+        eprintln!("note: removed `{shown}`, a draft an interrupted `toolreg init` left (the overlay was not touched by it)");
+    } else {
+        eprintln!("note: `{shown}` is a draft an interrupted `toolreg init` left; the overlay is whole. Delete it, or run `toolreg init` again");
+    }
+}
+
 /// Diagnostics only, with every upstream this machine has not approved.
 pub(super) fn lint(defs: Definitions, format: LintFormat) -> ExitCode {
     let g = generate(&defs.definitions, &[]);
@@ -235,6 +261,9 @@ pub(super) fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
         .definitions
         .join(toolreg::compiler::overlay::OVERLAY_FILE);
     let shown = display(&path);
+    if !stdout {
+        left_draft(&path, true);
+    }
     if path.exists() && !force && !stdout {
         eprintln!("error: `{shown}` exists; toolreg init does not replace an overlay");
         eprintln!(
@@ -290,7 +319,7 @@ pub(super) fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
     };
     let text = merged.as_ref().map_or(&d.text, |m| &m.text);
     // Beside the target, then renamed: a reader never sees half a file.
-    let tmp = path.with_extension("toml.toolreg-tmp");
+    let tmp = draft_beside(&path);
     let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);

@@ -323,6 +323,7 @@ impl Session {
         let tools_tap = Arc::new(Mutex::new(None));
         let oversize = Arc::new(Oversize::default());
         tokio::spawn(filter_json_lines(
+            name.to_string(),
             stdout,
             json_lines,
             Arc::clone(&garbage),
@@ -562,6 +563,7 @@ fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
 /// A line over [`MAX_MESSAGE_BYTES`] (or output that never ends its line) is not buffered
 /// further: the session ends and the calls waiting on it fail at once.
 async fn filter_json_lines(
+    name: String,
     stdout: tokio::process::ChildStdout,
     mut to_session: tokio::io::DuplexStream,
     garbage: Arc<tokio::sync::Notify>,
@@ -572,6 +574,7 @@ async fn filter_json_lines(
     use tokio::io::AsyncWriteExt;
     let mut reader = tokio::io::BufReader::with_capacity(1 << 16, stdout);
     let mut line: Vec<u8> = Vec::new();
+    let mut dropped: u64 = 0;
     loop {
         line.clear();
         match read_bounded_line(&mut reader, &mut line, MAX_MESSAGE_BYTES).await {
@@ -611,6 +614,17 @@ async fn filter_json_lines(
                     *g = Some(trimmed.chars().take(200).collect());
                     garbage.notify_one();
                 }
+            }
+            // Dropped, and said: the operator's log names it (the first five, then every
+            // thousandth, so a server printing in a loop cannot flood the log).
+            dropped += 1;
+            if dropped <= 5 || dropped.is_multiple_of(1000) {
+                eprintln!(
+                    "toolreg: upstream `{}` wrote a line that is not JSON-RPC ({} bytes; dropped, {dropped} so far): {}",
+                    crate::diag::escape_controls(&name),
+                    trimmed.len(),
+                    crate::diag::escape_controls(crate::text::clip_chars(trimmed, 120))
+                );
             }
             continue;
         }

@@ -19,6 +19,7 @@ const tools = [
   tool("leak", "Print secrets to stderr and crash."),
   tool("slow", "Answer after twenty seconds."),
   tool("fail", "Fail with an error code of its own making."),
+  tool("noise", "Print a line that is not JSON, then answer."),
   tool("echo", "Return the arguments."),
 ];
 if (process.env.HOSTILE_NAMES === "1") {
@@ -59,6 +60,9 @@ createInterface({ input: process.stdin }).on("line", (line) => {
     } else if (name === "leak") {
       process.stderr.write("SECRET_TOKEN=sk-live-0123456789 DATABASE_URL=postgres://app:hunter2@db/prod\n");
       setTimeout(() => process.exit(1), 50);
+    } else if (name === "noise") {
+      process.stdout.write("DEBUG: not json \u001b[31mred\u001b[0m\n");
+      send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "ok" }] } });
     } else if (name === "fail") {
       const code = `E_${params.arguments?.note ?? ""}`;
       send({ jsonrpc: "2.0", id, result: { isError: true, content: [{ type: "text", text: code }],
