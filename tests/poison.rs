@@ -378,29 +378,7 @@ fn what_a_build_renders_from_hostile_text_is_inert() {
     assert!(page.contains("\\u{1b}"), "the escape shows as text: {page}");
 
     // The published site: mdBook renders the pages; no description HTML, link or image is live.
-    let site = tmp.path().join("site");
-    let mdbook = repo().join("target/ci-tools/bin/mdbook");
-    assert!(
-        mdbook.exists(),
-        "scripts/test installs mdBook into target/ci-tools"
-    );
-    let o = std::process::Command::new(mdbook)
-        .arg("build")
-        .arg(out.join("docs"))
-        .arg("-d")
-        .arg(&site)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut html = String::new();
-    for e in walkdir::WalkDir::new(&site)
-        .into_iter()
-        .filter_map(Result::ok)
-    {
-        if e.path().extension().is_some_and(|x| x == "html") {
-            html.push_str(&std::fs::read_to_string(e.path()).unwrap());
-        }
-    }
+    let html = published_html(&out.join("docs"), &tmp.path().join("site"));
     for live in [
         "<script>alert",
         "<img src=x",
@@ -432,6 +410,32 @@ fn what_a_build_renders_from_hostile_text_is_inert() {
         );
         assert!(text.contains("Lists pages"), "{args:?}: {text}");
     }
+}
+
+/// The real `mdbook build` of `docs` into `site` (it must succeed): every HTML page, joined.
+fn published_html(docs: &Path, site: &Path) -> String {
+    let mdbook = repo().join("target/ci-tools/bin/mdbook");
+    assert!(
+        mdbook.exists(),
+        "scripts/test installs mdBook into target/ci-tools"
+    );
+    let o = std::process::Command::new(mdbook)
+        .arg("build")
+        .arg(docs)
+        .arg("-d")
+        .arg(site)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut html = String::new();
+    for e in walkdir::WalkDir::new(site)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "html"))
+    {
+        html.push_str(&std::fs::read_to_string(e.path()).unwrap());
+    }
+    html
 }
 
 /// `toolreg build -d DEFS --out OUT --emit EMIT`, which must succeed.
@@ -562,25 +566,7 @@ args = { q = "{{#include PATH}}" }
         Value::from(format!("{{{{#include {secret}}}}}"))
     );
 
-    let site = tmp.path().join("site");
-    let mdbook = repo().join("target/ci-tools/bin/mdbook");
-    assert!(mdbook.exists(), "scripts/test installs mdBook");
-    let o = std::process::Command::new(mdbook)
-        .arg("build")
-        .arg(out.join("docs"))
-        .arg("-d")
-        .arg(&site)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut html = String::new();
-    for e in walkdir::WalkDir::new(&site)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "html"))
-    {
-        html.push_str(&std::fs::read_to_string(e.path()).unwrap());
-    }
+    let html = published_html(&out.join("docs"), &tmp.path().join("site"));
     assert!(!html.contains("TOPSECRET"), "the site published the file");
     // The text itself is shown: the group summary reads as written.
     assert!(html.contains("Tools {{#include"), "shown as text");
