@@ -708,6 +708,26 @@ async fn origin_and_host_headers_are_checked() {
         "400",
         "user info in Host"
     );
+    // The unauthenticated metrics listener beyond loopback needs its own flag.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args([
+            "serve",
+            "--registry",
+            "generated",
+            "--http",
+            "127.0.0.1:0",
+            "--metrics",
+            "0.0.0.0:0",
+        ])
+        .current_dir(common::repo())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("--metrics-beyond-loopback"),
+        "{}",
+        common::stderr(&o)
+    );
     for (flag, value) in [
         ("--allowed-host", "http://tools.example"),
         ("--allowed-host", "tools.example/mcp"),

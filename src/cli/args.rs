@@ -479,9 +479,14 @@ pub(crate) struct ServeArgs {
     /// `warn` and forward them
     #[arg(long, value_name = "MODE", default_value = "refuse")]
     pub(crate) drift: toolreg::serve::drift::DriftMode,
-    /// Serve Prometheus metrics at http://ADDR/metrics (a listener of its own)
+    /// Serve Prometheus metrics at http://ADDR/metrics (a listener of its own, unauthenticated:
+    /// loopback only unless --metrics-beyond-loopback)
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics: Option<std::net::SocketAddr>,
+    /// Let --metrics listen beyond loopback (its answers name ops and carry no authentication:
+    /// put it behind a firewall or a scraper-only network)
+    #[arg(long, requires = "metrics")]
+    pub(crate) metrics_beyond_loopback: bool,
     /// Where idempotency keys live: `memory` (this process) or `redis://HOST:PORT[/DB]`, shared
     /// by replicas so a keyed write runs once across them (needs the `redis` feature)
     #[arg(long, value_name = "STORE", default_value = "memory")]

@@ -145,6 +145,12 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         audit,
     };
     if let Some(addr) = args.metrics {
+        // The metrics listener has no authentication and names every op: loopback unless the
+        // operator says otherwise, like `serve --http` without authentication.
+        if !addr.ip().is_loopback() && !args.metrics_beyond_loopback {
+            eprintln!("error: --metrics {addr} is reachable beyond this machine, and its answers name every op with no authentication: listen on loopback (127.0.0.1:PORT) behind your scraper, or pass --metrics-beyond-loopback");
+            return ExitCode::from(2);
+        }
         let metrics = std::sync::Arc::clone(&observer.metrics);
         match rt.block_on(toolreg::serve::observe::serve_metrics(addr, metrics)) {
             Ok(bound) => eprintln!("toolreg serve: metrics on http://{bound}/metrics"),
