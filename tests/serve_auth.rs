@@ -668,19 +668,16 @@ async fn the_key_fetch_is_single_flight_bounded_and_https_only() {
         assert!(e.contains("not an access token"), "{typ}: {e}");
     }
 
+    // Why a server with these keys would not start (it must not).
+    let refused = |iss: String, jwks: Option<String>| async move {
+        match OAuth::new(&iss, RESOURCE, jwks.as_deref(), Vec::new()).await {
+            Ok(_) => panic!("{iss} {jwks:?} was accepted"),
+            Err(e) => e,
+        }
+    };
     // A JWKS body that never ends: refused at the cap, fast.
     let started = std::time::Instant::now();
-    let e = match OAuth::new(
-        &issuer,
-        RESOURCE,
-        Some(&format!("{issuer}/endless")),
-        Vec::new(),
-    )
-    .await
-    {
-        Ok(_) => panic!("an endless JWKS was accepted"),
-        Err(e) => e,
-    };
+    let e = refused(issuer.clone(), Some(format!("{issuer}/endless"))).await;
     assert!(e.contains("more than"), "{e}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(5),
@@ -688,27 +685,14 @@ async fn the_key_fetch_is_single_flight_bounded_and_https_only() {
         started.elapsed()
     );
     // A redirect is an answer, not a hop.
-    let e = match OAuth::new(
-        &issuer,
-        RESOURCE,
-        Some(&format!("{issuer}/redirect")),
-        Vec::new(),
-    )
-    .await
-    {
-        Ok(_) => panic!("a redirect was followed"),
-        Err(e) => e,
-    };
+    let e = refused(issuer.clone(), Some(format!("{issuer}/redirect"))).await;
     assert!(e.contains("302"), "{e}");
     // Plain http off loopback: refused before any request.
     for (iss, jwks) in [
         ("http://issuer.example", None),
         ("https://issuer.example", Some("http://keys.example/jwks")),
     ] {
-        let e = match OAuth::new(iss, RESOURCE, jwks, Vec::new()).await {
-            Ok(_) => panic!("{iss} accepted"),
-            Err(e) => e,
-        };
+        let e = refused(iss.to_string(), jwks.map(str::to_string)).await;
         assert!(e.contains("not https"), "{e}");
     }
 }

@@ -708,48 +708,29 @@ async fn origin_and_host_headers_are_checked() {
         "400",
         "user info in Host"
     );
-    // The unauthenticated metrics listener beyond loopback needs its own flag.
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args([
-            "serve",
-            "--registry",
-            "generated",
-            "--http",
-            "127.0.0.1:0",
-            "--metrics",
-            "0.0.0.0:0",
-        ])
-        .current_dir(common::repo())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
-    assert!(
-        common::stderr(&o).contains("--metrics-beyond-loopback"),
-        "{}",
-        common::stderr(&o)
-    );
-    for (flag, value) in [
-        ("--allowed-host", "http://tools.example"),
-        ("--allowed-host", "tools.example/mcp"),
-        ("--allowed-origin", "tools.example"),
+    // Settings that could never match, and the unauthenticated metrics listener beyond
+    // loopback without its own flag, stop the start.
+    for (extra, says) in [
+        (["--metrics", "0.0.0.0:0"], "--metrics-beyond-loopback"),
+        (["--allowed-host", "http://tools.example"], "--allowed-host"),
+        (["--allowed-host", "tools.example/mcp"], "--allowed-host"),
+        (["--allowed-origin", "tools.example"], "--allowed-origin"),
     ] {
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
-            .args([
-                "serve",
-                "--registry",
-                "generated",
-                "--http",
-                "127.0.0.1:0",
-                flag,
-                value,
-            ])
+            .args(["serve", "--registry", "generated", "--http", "127.0.0.1:0"])
+            .args(extra)
             .current_dir(common::repo())
             .output()
             .unwrap();
         assert_eq!(
             o.status.code(),
             Some(2),
-            "{flag} {value}: {}",
+            "{extra:?}: {}",
+            common::stderr(&o)
+        );
+        assert!(
+            common::stderr(&o).contains(says),
+            "{extra:?}: {}",
             common::stderr(&o)
         );
     }

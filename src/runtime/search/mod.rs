@@ -231,6 +231,9 @@ pub fn match_for(coverage: f64, cosine: Option<f32>) -> Match {
     }
 }
 
+/// Each word of a query with the terms it stands for and their weights (`term_groups`).
+type Groups = Vec<(String, Vec<(String, f64)>)>;
+
 /// The default page size and the largest allowed.
 pub const DEFAULT_LIMIT: usize = 5;
 
@@ -453,15 +456,15 @@ impl SearchIndex {
     /// Query terms with weights: each word, and its synonyms at a lower weight; for a word the
     /// catalog lacks, its abbreviation's long form, the parts of a compound, or the catalog
     /// word one edit away; compounds the catalog joins; everyday phrases.
-    fn terms(&self, query: &str) -> Vec<(String, f64)> {
+    fn terms(&self, query: &str, groups: &Groups) -> Vec<(String, f64)> {
         let mut terms: Vec<(String, f64)> = Vec::new();
         let mut add = |t: String, w: f64| match terms.iter_mut().find(|(x, _)| *x == t) {
             Some(e) => e.1 = e.1.max(w),
             None => terms.push((t, w)),
         };
-        for (_, derived) in self.term_groups(query) {
+        for (_, derived) in groups {
             for (t, w) in derived {
-                add(t, w);
+                add(t.clone(), *w);
             }
         }
         let raw = raw_words(query);
@@ -488,13 +491,13 @@ impl SearchIndex {
 
     /// Each word of a query (tokenized, once) with the terms it stands for: itself, its
     /// synonyms, and for a word the catalog lacks its long form, compound parts or corrections.
-    fn term_groups(&self, query: &str) -> Vec<(String, Vec<(String, f64)>)> {
+    fn term_groups(&self, query: &str) -> Groups {
         let abbreviations = &phrasing().abbreviations;
         let raw = raw_words(query);
         // Typo tolerance looks at the word as typed: "delte" stems to "delt".
         let typed_len: HashMap<String, usize> =
             raw.iter().map(|w| (stem(w), w.chars().count())).collect();
-        let mut groups: Vec<(String, Vec<(String, f64)>)> = Vec::new();
+        let mut groups: Groups = Vec::new();
         for t in tokenize(query) {
             if groups.iter().any(|(g, _)| *g == t) {
                 continue;
@@ -546,7 +549,7 @@ impl SearchIndex {
     fn fit(
         &self,
         reg: &Registry,
-        query: &str,
+        groups: &Groups,
         best: Option<(u32, f64)>,
         sims: Option<&[f32]>,
         allowed: &dyn Fn(&OpRecord) -> bool,
@@ -555,7 +558,6 @@ impl SearchIndex {
             None => Match::None,
             Some((_, s)) if !s.is_finite() => Match::Strong,
             Some((d, _)) => {
-                let q = crate::text::clip_chars(query.trim(), self.limits.max_query_chars);
                 let cosine = sims
                     .filter(|s| self.calibrated_dense && s.len() == self.ops.len())
                     .and_then(|s| {
@@ -566,7 +568,7 @@ impl SearchIndex {
                             .map(|(_, c)| *c)
                             .reduce(f32::max)
                     });
-                match_for(self.coverage(&self.term_groups(q), d), cosine)
+                match_for(self.coverage(groups, d), cosine)
             }
         }
     }
@@ -586,11 +588,14 @@ impl SearchIndex {
         semantic: Option<(&[f32], f64)>,
     ) -> Match {
         let allowed = |r: &OpRecord| allowed(r) && !r.hidden;
-        let best = self
-            .rank_ids(reg, query, &allowed, semantic)
-            .first()
-            .copied();
-        self.fit(reg, query, best, semantic.map(|(s, _)| s), &allowed)
+        let (ranked, groups) = self.rank_ids(reg, query, &allowed, semantic);
+        self.fit(
+            reg,
+            &groups,
+            ranked.first().copied(),
+            semantic.map(|(s, _)| s),
+            &allowed,
+        )
     }
 
     /// The best op's coverage of a query (`eval` reports it beside `match`, for choosing the
@@ -601,12 +606,12 @@ impl SearchIndex {
         query: &str,
         allowed: &dyn Fn(&OpRecord) -> bool,
     ) -> Option<f64> {
-        let (d, s) = *self.rank_ids(reg, query, allowed, None).first()?;
+        let (ranked, groups) = self.rank_ids(reg, query, allowed, None);
+        let (d, s) = *ranked.first()?;
         if !s.is_finite() {
             return Some(1.0);
         }
-        let q = crate::text::clip_chars(query.trim(), self.limits.max_query_chars);
-        Some(self.coverage(&self.term_groups(q), d))
+        Some(self.coverage(&groups, d))
     }
 
     /// How much of what the query asks op `d` covers, 0..1: each query word weighs its inverse
@@ -614,17 +619,7 @@ impl SearchIndex {
     /// and counts as covered by the op at the weight of the best term it holds (the word
     /// itself 1, a synonym 0.7, a correction 0.8). Scale-free across catalogs and query
     /// lengths, so one floor decides `match` everywhere.
-    fn coverage(&self, groups: &[(String, Vec<(String, f64)>)], d: u32) -> f64 {
-        let (covered, total) = self.coverage_parts(groups, d);
-        if total == 0.0 {
-            0.0
-        } else {
-            covered / total
-        }
-    }
-
-    /// The covered and total weights of `coverage`.
-    fn coverage_parts(&self, groups: &[(String, Vec<(String, f64)>)], d: u32) -> (f64, f64) {
+    fn coverage(&self, groups: &Groups, d: u32) -> f64 {
         let unknown = (1.0 + (self.ops.len() as f64 + 0.5) / 0.5).ln();
         let (mut covered, mut total) = (0.0, 0.0);
         for (word, derived) in groups {
@@ -643,7 +638,11 @@ impl SearchIndex {
             covered += weight * best;
             total += weight;
         }
-        (covered, total)
+        if total == 0.0 {
+            0.0
+        } else {
+            covered / total
+        }
     }
 
     /// A word the catalog lacks made of two words it has ("signin", "webhook").
@@ -753,7 +752,7 @@ impl SearchIndex {
         query: &str,
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
-    ) -> Vec<(u32, f64)> {
+    ) -> (Vec<(u32, f64)>, Groups) {
         let q = crate::text::clip_chars(query.trim(), self.limits.max_query_chars);
         let exact = reg
             .ops
@@ -761,7 +760,10 @@ impl SearchIndex {
             .or_else(|| reg.op_by_tool_name(q))
             .or_else(|| reg.ops.get(&q.to_lowercase()))
             .map(|r| r.op.as_str());
-        let terms = self.terms(q);
+        // The query's words and what each stands for, worked out once: ranking and `match`
+        // (coverage) both read them.
+        let groups = self.term_groups(q);
+        let terms = self.terms(q, &groups);
         let writes = terms.iter().any(|(t, _)| self.write_actions.contains(t));
         let (mut scores, mut touched) = self.scores(&terms);
         if let Some(i) = exact.and_then(|e| self.ops.iter().position(|o| o == e)) {
@@ -807,7 +809,7 @@ impl SearchIndex {
                 })
                 .then_with(|| self.ops[a.0 as usize].cmp(&self.ops[b.0 as usize]))
         });
-        scored.into_iter().map(|(d, s, _)| (d, s)).collect()
+        (scored.into_iter().map(|(d, s, _)| (d, s)).collect(), groups)
     }
 
     /// Every op with a positive score, best first, as (op, score); an exact op or tool name first.
@@ -830,6 +832,7 @@ impl SearchIndex {
         semantic: Option<(&[f32], f64)>,
     ) -> Vec<(String, f64)> {
         self.rank_ids(reg, query, allowed, semantic)
+            .0
             .into_iter()
             .map(|(d, s)| (self.ops[d as usize].clone(), s))
             .collect()
@@ -868,10 +871,10 @@ impl SearchIndex {
                     .as_deref()
                     .is_none_or(|e| r.entity.as_deref() == Some(e))
         };
-        let ranked = self.rank_ids(reg, &req.query, &allowed, semantic);
+        let (ranked, groups) = self.rank_ids(reg, &req.query, &allowed, semantic);
         let fit = self.fit(
             reg,
-            &req.query,
+            &groups,
             ranked.first().copied(),
             semantic.map(|(s, _)| s),
             &allowed,
