@@ -19,6 +19,8 @@ fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
             common::repo().join("target/consumer-crate"),
         )
         .env_remove("RUSTFLAGS")
+        // No debug info: this folder is a second copy of the dependencies, disk CI may not have.
+        .env("CARGO_PROFILE_DEV_DEBUG", "false")
         .output()
         .expect("cargo runs")
 }
