@@ -40,6 +40,54 @@ fn build(defs: &Path) -> (toolreg::Registry, String, tempfile::TempDir) {
     (reg, text, tmp)
 }
 
+/// Issue 38: the gateway costs the same small budget at any size, and no help page a model
+/// reads is over a page (the size report measures both in o200k tokens). Before: the 811-provider
+/// catalog's gateway was 8,091 tokens and its help root 31,683.
+fn fixed_cost(tmp: &Path, gateway_max: u64, page_max: u64) {
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(tmp.join("generated/report.json")).unwrap()).unwrap();
+    let gateway = report["gateway"]["o200k"].as_u64().unwrap();
+    assert!(gateway < gateway_max, "gateway {gateway} o200k");
+    let largest = &report["help"]["largest"];
+    assert!(
+        largest["o200k"].as_u64().unwrap() <= page_max,
+        "largest help page {largest}"
+    );
+    assert_eq!(
+        report["help"]["all"]["o200k"]["max"], largest["o200k"],
+        "the largest page is the report's maximum"
+    );
+    // The help root still reaches every group: its pages together list them all.
+    let help: Value =
+        serde_json::from_slice(&std::fs::read(tmp.join("generated/help.json")).unwrap()).unwrap();
+    let pages = help["pages"].as_object().unwrap();
+    let mut listed = 0;
+    let mut path = "root".to_string();
+    loop {
+        let page = &pages[&path]["short"];
+        listed += page["groups"].as_array().map_or(0, Vec::len);
+        match page["next_page"].as_str() {
+            Some(next) => path = next.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(
+        listed as u64,
+        report_groups(&help),
+        "every group is on a root page"
+    );
+}
+
+/// How many groups the registry has, from its help pages (a group page per group).
+fn report_groups(help: &Value) -> u64 {
+    help["pages"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| !k.contains('.') && !k.contains('@') && *k != "root")
+        .count() as u64
+}
+
 /// The group tree in brief: groups, ops per group (sorted by size), and a sample of ops.
 fn tree_summary(reg: &toolreg::Registry) -> String {
     let mut sizes: Vec<(usize, &str)> = reg
@@ -94,6 +142,7 @@ fn fleet(name: &str) -> std::path::PathBuf {
 #[test]
 fn livemcp_servers_build_with_a_group_per_server() {
     let (reg, _, _tmp) = build(&fleet("livemcp"));
+    fixed_cost(_tmp.path(), 600, 2_000);
     assert_nouns_only("livemcp", &reg);
     let files: BTreeSet<&str> = reg.ops.values().map(|r| r.source.file.as_str()).collect();
     // A group per server: never more groups than files (a word of the names is not a group).
@@ -128,6 +177,7 @@ fn tmp_registry(tmp: &tempfile::TempDir) -> std::path::PathBuf {
 #[test]
 fn toolbench_providers_become_groups() {
     let (reg, _, _tmp) = build(&fleet("toolbench"));
+    fixed_cost(_tmp.path(), 600, 2_000);
     assert_nouns_only("toolbench", &reg);
     // `<api>_for_<provider>`: the group is the provider, for every op.
     let off: Vec<&str> = reg
@@ -160,6 +210,7 @@ fn toolbench_providers_become_groups() {
 #[test]
 fn toolsdk_registry_of_800_servers_builds() {
     let (reg, _, tmp) = build(&fleet("toolsdk"));
+    fixed_cost(tmp.path(), 600, 2_000);
     assert_nouns_only("toolsdk", &reg);
     assert!(reg.counts.ops > 7_500, "{}", reg.counts.ops);
     assert!(reg.profiles.is_empty());

@@ -182,7 +182,11 @@ async fn client(w: &World, surface: &str) -> RunningService<RoleClient, ()> {
         .expect("toolreg serve completes the MCP handshake")
 }
 
-async fn call(c: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
+async fn call<S: rmcp::Service<RoleClient>>(
+    c: &RunningService<RoleClient, S>,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
     let Value::Object(args) = args else { panic!() };
     c.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
         .await
@@ -1411,4 +1415,186 @@ async fn idempotency_keys_are_scoped_by_principal() {
     assert_eq!(creates(), 4);
     drop((alice, bob));
     assert!(server.stop().success());
+}
+
+/// A client that keeps the progress notifications it receives (operation events).
+#[derive(Clone, Default)]
+struct Progress(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(params.message.unwrap_or_default());
+    }
+}
+
+/// Issue 38 end to end: `[gateway] batch = true` offers tool_batch; a model's first use of an op
+/// is one round trip (help and exec in one call, answered as the two calls alone); a failed
+/// write stops the writes after it before they reach the upstream; each item is an audit line;
+/// list answers say how long they hold under both lifecycles; a progress token gets the
+/// operation's events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_is_one_round_trip_and_lists_say_how_long_they_hold() {
+    use rmcp::service::ClientServiceExt;
+    let w = world();
+    let overlay = w.defs.join("toolreg.toml");
+    let mut text_ = std::fs::read_to_string(&overlay).unwrap();
+    text_.push_str("\n[gateway]\nbatch = true\n");
+    std::fs::write(&overlay, text_).unwrap();
+    let out = build(&w.defs, &w.gen);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let reg = toolreg::Registry::from_path(w.gen.join("registry.json")).unwrap();
+    let op = |tool: &str| reg.op_by_tool_name(tool).unwrap().op.clone();
+    let (create, observe, relate) = (
+        op("create_entities"),
+        op("add_observations"),
+        op("create_relations"),
+    );
+    let audit = w.root.join("audit.jsonl");
+    let spawn = || {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolreg"));
+        cmd.args(["serve", "--registry", w.gen.to_str().unwrap()])
+            .args(["--audit", audit.to_str().unwrap()])
+            .env("MEMORY_FILE_PATH", w.root.join("memory.jsonl"))
+            .env("TOOLREG_APPROVALS", approvals());
+        rmcp::transport::TokioChildProcess::new(cmd).unwrap()
+    };
+
+    // tools/list under the 2025-11-25 handshake and under 2026-07-28 (server/discover): the four
+    // gateway tools, public (no [access]) and fresh for a day (stdio: the process's life).
+    let progress = Progress::default();
+    let c = progress.clone().serve(spawn()).await.unwrap();
+    let modern = ().serve_with_lifecycle(
+        spawn(),
+        rmcp::service::ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        },
+    );
+    let modern = modern.await.expect("server/discover under 2026-07-28");
+    for (lifecycle, client_list) in [
+        ("2025-11-25", c.list_tools(None).await.unwrap()),
+        ("2026-07-28", modern.list_tools(None).await.unwrap()),
+    ] {
+        let names: Vec<&str> = client_list.tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            ["tool_help", "tool_exec", "tool_search", "tool_batch"],
+            "{lifecycle}"
+        );
+        assert_eq!(client_list.ttl_ms, Some(86_400_000), "{lifecycle}");
+        assert_eq!(
+            client_list.cache_scope,
+            Some(rmcp::model::CacheScope::Public),
+            "{lifecycle}"
+        );
+    }
+    modern.cancel().await.unwrap();
+
+    // First use of an op in one round trip: its help page and the call, answered as alone.
+    let entity = json!({"entities": [{"name": "toolreg", "entityType": "project", "observations": ["compiles catalogs"]}]});
+    let both = call(
+        &c,
+        "tool_batch",
+        json!({"items": [{"help": {"path": create}}, {"exec": {"op": create, "args": entity}}]}),
+    )
+    .await;
+    assert_ne!(both.is_error, Some(true), "{}", text(&both));
+    let items = both.structured_content.as_ref().unwrap()["items"].clone();
+    let help_alone = call(&c, "tool_help", json!({"path": create})).await;
+    assert_eq!(items[0], help_alone.structured_content.unwrap());
+    assert_eq!(items[1]["ok"], true, "{}", items[1]);
+    assert!(items[1]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("toolreg"));
+    assert_eq!(
+        w.calls("memory").len(),
+        1,
+        "the exec item reached the server once"
+    );
+
+    // A failed write stops the writes after it: the third never reaches the server.
+    let before = w.calls("memory").len();
+    let three = call(
+        &c,
+        "tool_batch",
+        json!({"items": [
+            {"exec": {"op": create, "args": {"entities": [{"name": "gateway", "entityType": "idea", "observations": []}]}}},
+            {"exec": {"op": observe, "args": {"observations": [{"entityName": "no such entity", "contents": ["x"]}]}}},
+            {"exec": {"op": relate, "args": {"relations": [{"from": "toolreg", "to": "gateway", "relationType": "serves"}]}}},
+        ]}),
+    )
+    .await;
+    assert_eq!(three.is_error, Some(true));
+    let items = three.structured_content.as_ref().unwrap()["items"].clone();
+    assert_eq!(items[0]["ok"], true, "{}", items[0]);
+    assert_eq!(items[1]["ok"], false, "{}", items[1]);
+    assert_eq!(items[2]["error"]["code"], "SKIPPED", "{}", items[2]);
+    let reached: Vec<String> = w.calls("memory")[before..].to_vec();
+    assert_eq!(reached.len(), 2, "{reached:?}");
+    assert!(
+        !reached.iter().any(|c| c.contains("create_relations")),
+        "{reached:?}"
+    );
+
+    // A bad batch is one envelope and runs nothing.
+    let before = w.calls("memory").len();
+    let nested = call(
+        &c,
+        "tool_batch",
+        json!({"items": [{"exec": {"op": create, "args": entity}}, {"batch": {"items": []}}]}),
+    )
+    .await;
+    assert_eq!(envelope(&nested)["error"]["code"], "VALIDATION_ERROR");
+    assert_eq!(w.calls("memory").len(), before);
+
+    // Operation events as progress notifications, for a client that sends a progress token.
+    let mut params = CallToolRequestParams::new("tool_exec").with_arguments(
+        json!({"op": create, "args": {"entities": [{"name": "events", "entityType": "idea", "observations": []}]}})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    rmcp::model::RequestParamsMeta::set_progress_token(
+        &mut params,
+        rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(7)),
+    );
+    let r = c.call_tool(params).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let operation = &r.meta.as_ref().unwrap().0["toolreg"]["operation"];
+    assert_eq!(operation["action"], "create", "{operation}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while progress.0.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let heard = progress.0.lock().unwrap().clone();
+    assert_eq!(heard.len(), 2, "{heard:?}");
+    assert!(
+        heard[0].starts_with("Creating ") && heard[1].starts_with("Created "),
+        "{heard:?}"
+    );
+    c.cancel().await.unwrap();
+
+    // The audit log has a line per item and one for each batch.
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools.iter().filter(|t| **t == "tool_batch").count(),
+        3,
+        "{tools:?}"
+    );
+    let execs: Vec<&Value> = lines.iter().filter(|l| l["tool"] == "tool_exec").collect();
+    // 1 (first batch) + 2 run (second; the skipped one never became a call) + 1 alone
+    assert_eq!(execs.len(), 4, "{lines:?}");
+    assert!(lines.iter().any(|l| l["tool"] == "tool_help"));
 }

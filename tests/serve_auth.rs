@@ -696,3 +696,92 @@ async fn the_key_fetch_is_single_flight_bounded_and_https_only() {
         assert!(e.contains("not https"), "{e}");
     }
 }
+
+/// Issue 38: a read-scoped caller's batch reaches no write by any item (by op, tool name or
+/// dry run), each item answers as the single call would for that caller, and the batch tool is
+/// in its list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_scoped_batch_reaches_no_write() {
+    use toolreg::serve::{Principal, ServeOptions, Server, SurfaceChoice};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let gen = registry(root);
+    // The same catalog with the batch tool offered.
+    let overlay = root.join("defs/toolreg.toml");
+    let mut text = std::fs::read_to_string(&overlay).unwrap();
+    text.push_str("\n[gateway]\nbatch = true\n");
+    std::fs::write(&overlay, text).unwrap();
+    let out = common::toolreg(
+        root,
+        &[
+            "build",
+            "-d",
+            root.join("defs").to_str().unwrap(),
+            "--out",
+            gen.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let server = Server::load_with(
+        &gen,
+        &SurfaceChoice::Gateway,
+        ServeOptions {
+            approvals: Some(toolreg::trust::Approvals::allow_all()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let reader = Principal {
+        name: "reader".into(),
+        scopes: ["tools:read".to_string()].into_iter().collect(),
+    };
+    let listed: Vec<String> = server
+        .tools_for(Some(&reader))
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(listed.contains(&"tool_batch".to_string()), "{listed:?}");
+    let items = json!([
+        {"exec": {"op": "onto.task.create", "args": {"project_id": "p", "title": "t"}}},
+        {"exec": {"op": "create_onto_task", "args": {"project_id": "p", "title": "t"}}},
+        {"exec": {"op": "onto.task.update", "args": {"task_id": "t1"}, "dry_run": true}},
+        {"help": {"path": "onto.task.create"}},
+        {"exec": {"op": "onto.task.list", "args": {}}},
+    ]);
+    let args = json!({"items": items, "stop_on_error": false});
+    let batch = server
+        .call_as("tool_batch", args.as_object().cloned(), Some(&reader))
+        .await
+        .unwrap();
+    let answers = batch.structured_content.unwrap()["items"].clone();
+    let (trace, latency) = (
+        regex::Regex::new(r#""trace_id":"tr_[0-9a-f]+""#).unwrap(),
+        regex::Regex::new(r#""latency_ms":[0-9]+"#).unwrap(),
+    );
+    let steady = |v: &Value| {
+        let text = v.to_string();
+        let text = trace.replace_all(&text, "");
+        latency.replace_all(&text, "").into_owned()
+    };
+    for (i, item) in items.as_array().unwrap().iter().enumerate() {
+        let (kind, item_args) = item.as_object().unwrap().iter().next().unwrap();
+        let alone = server
+            .call_as(
+                &format!("tool_{kind}"),
+                item_args.as_object().cloned(),
+                Some(&reader),
+            )
+            .await
+            .unwrap()
+            .structured_content
+            .unwrap();
+        assert_eq!(steady(&answers[i]), steady(&alone), "item {i}");
+    }
+    // The writes are unknown to a reader (hidden ops read as unknown), never run.
+    for i in 0..3 {
+        assert_eq!(answers[i]["error"]["code"], "NOT_FOUND", "{}", answers[i]);
+    }
+    assert_eq!(answers[3]["error"]["code"], "UNKNOWN_PATH");
+    // The read reaches the runtime (no handler here: NOT_IMPLEMENTED, past every check).
+    assert_eq!(answers[4]["error"]["code"], "NOT_IMPLEMENTED");
+}

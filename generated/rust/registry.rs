@@ -434,6 +434,77 @@ impl Op {
             Op::UtilWebVisit => false,
         }
     }
+
+    /// What a UI shows for a call of this op (seed 002 §6.4).
+    pub fn operation(self) -> Operation {
+        match self {
+            Op::CalendarEventCreate => Operation { action: "create", entity_type: "event", display: Some("args.title") },
+            Op::CalendarEventList => Operation { action: "list", entity_type: "event", display: None },
+            Op::OntoDocumentCreate => Operation { action: "create", entity_type: "document", display: Some("args.title") },
+            Op::OntoDocumentDelete => Operation { action: "delete", entity_type: "document", display: None },
+            Op::OntoDocumentGet => Operation { action: "read", entity_type: "document", display: None },
+            Op::OntoDocumentList => Operation { action: "list", entity_type: "document", display: None },
+            Op::OntoDocumentMetadataGet => Operation { action: "read", entity_type: "document", display: None },
+            Op::OntoDocumentPathGet => Operation { action: "read", entity_type: "document", display: None },
+            Op::OntoDocumentSearch => Operation { action: "search", entity_type: "document", display: None },
+            Op::OntoDocumentTreeGet => Operation { action: "read", entity_type: "document", display: None },
+            Op::OntoDocumentTreeMove => Operation { action: "update", entity_type: "document", display: None },
+            Op::OntoDocumentUpdate => Operation { action: "update", entity_type: "document", display: Some("args.title") },
+            Op::OntoEdgeLink => Operation { action: "update", entity_type: "edge", display: None },
+            Op::OntoEdgeUnlink => Operation { action: "update", entity_type: "edge", display: None },
+            Op::OntoEntityLinksGet => Operation { action: "read", entity_type: "entity", display: None },
+            Op::OntoEntityRelationshipsGet => Operation { action: "read", entity_type: "entity", display: None },
+            Op::OntoGoalCreate => Operation { action: "create", entity_type: "goal", display: Some("args.name") },
+            Op::OntoGoalDelete => Operation { action: "delete", entity_type: "goal", display: None },
+            Op::OntoGoalGet => Operation { action: "read", entity_type: "goal", display: None },
+            Op::OntoGoalList => Operation { action: "list", entity_type: "goal", display: None },
+            Op::OntoGoalUpdate => Operation { action: "update", entity_type: "goal", display: Some("args.name") },
+            Op::OntoMilestoneGet => Operation { action: "read", entity_type: "milestone", display: None },
+            Op::OntoMilestoneList => Operation { action: "list", entity_type: "milestone", display: None },
+            Op::OntoMilestoneUpdate => Operation { action: "update", entity_type: "milestone", display: Some("args.title") },
+            Op::OntoPlanCreate => Operation { action: "create", entity_type: "plan", display: Some("args.name") },
+            Op::OntoPlanDelete => Operation { action: "delete", entity_type: "plan", display: None },
+            Op::OntoPlanGet => Operation { action: "read", entity_type: "plan", display: None },
+            Op::OntoPlanList => Operation { action: "list", entity_type: "plan", display: None },
+            Op::OntoPlanUpdate => Operation { action: "update", entity_type: "plan", display: Some("args.name") },
+            Op::OntoProjectCreate => Operation { action: "create", entity_type: "project", display: None },
+            Op::OntoProjectGet => Operation { action: "read", entity_type: "project", display: None },
+            Op::OntoProjectGraphGet => Operation { action: "read", entity_type: "project", display: None },
+            Op::OntoProjectGraphReorganize => Operation { action: "update", entity_type: "project", display: None },
+            Op::OntoProjectList => Operation { action: "list", entity_type: "project", display: None },
+            Op::OntoProjectSearch => Operation { action: "search", entity_type: "project", display: None },
+            Op::OntoProjectUpdate => Operation { action: "update", entity_type: "project", display: Some("args.name") },
+            Op::OntoRequirementGet => Operation { action: "read", entity_type: "requirement", display: None },
+            Op::OntoRequirementList => Operation { action: "list", entity_type: "requirement", display: None },
+            Op::OntoRequirementUpdate => Operation { action: "update", entity_type: "requirement", display: None },
+            Op::OntoRiskGet => Operation { action: "read", entity_type: "risk", display: None },
+            Op::OntoRiskList => Operation { action: "list", entity_type: "risk", display: None },
+            Op::OntoRiskUpdate => Operation { action: "update", entity_type: "risk", display: Some("args.title") },
+            Op::OntoSearch => Operation { action: "search", entity_type: "onto", display: None },
+            Op::OntoTaskCreate => Operation { action: "create", entity_type: "task", display: Some("args.title") },
+            Op::OntoTaskDelete => Operation { action: "delete", entity_type: "task", display: None },
+            Op::OntoTaskDocCreateOrAttach => Operation { action: "create", entity_type: "task", display: Some("args.title") },
+            Op::OntoTaskDocsList => Operation { action: "list", entity_type: "task", display: None },
+            Op::OntoTaskGet => Operation { action: "read", entity_type: "task", display: None },
+            Op::OntoTaskList => Operation { action: "list", entity_type: "task", display: None },
+            Op::OntoTaskSearch => Operation { action: "search", entity_type: "task", display: None },
+            Op::OntoTaskUpdate => Operation { action: "update", entity_type: "task", display: Some("args.title") },
+            Op::UtilBuildosOverview => Operation { action: "read", entity_type: "buildos", display: None },
+            Op::UtilBuildosUsageGuide => Operation { action: "read", entity_type: "buildos", display: None },
+            Op::UtilSchemaFieldInfo => Operation { action: "read", entity_type: "schema", display: None },
+            Op::UtilWebSearch => Operation { action: "search", entity_type: "web", display: None },
+            Op::UtilWebVisit => Operation { action: "read", entity_type: "web", display: None },
+        }
+    }
+}
+
+/// An op's operation event fields: action (list, search, read, create, update, delete,
+/// other), the entity in words, and where the display name lives (`args.title`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operation {
+    pub action: &'static str,
+    pub entity_type: &'static str,
+    pub display: Option<&'static str>,
 }
 
 /// An op name or tool name that is not in the registry.

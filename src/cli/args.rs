@@ -176,10 +176,15 @@ pub(crate) enum Command {
     /// Dry-run an exec call: resolve, normalize and validate, then print the envelope
     Exec {
         /// The op (or tool name, alias)
-        op: String,
+        #[arg(required_unless_present = "batch")]
+        op: Option<String>,
         /// Arguments as JSON text
-        #[arg(long, default_value = "{}")]
+        #[arg(long, default_value = "{}", conflicts_with = "batch")]
         args: String,
+        /// A batch of help, search and exec calls (JSON: {"items": [...]}; `-` reads stdin),
+        /// answered in order as `tool_batch` answers them; exec items are dry runs
+        #[arg(long, value_name = "FILE")]
+        batch: Option<PathBuf>,
         #[command(flatten)]
         registry: RegistryFile,
     },
@@ -242,7 +247,7 @@ pub(crate) enum Command {
     /// Serve the compiled gateway as an MCP server (stdio), forwarding calls of imported tools
     /// to the servers they came from
     #[cfg(feature = "mcp")]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Approve the upstream commands a definitions folder (or a built registry) names, after
     /// reading them: `serve` and `import --check` run no others on this machine
     #[cfg(feature = "mcp")]
@@ -479,6 +484,10 @@ pub(crate) struct ServeArgs {
     /// `warn` and forward them
     #[arg(long, value_name = "MODE", default_value = "refuse")]
     pub(crate) drift: toolreg::serve::drift::DriftMode,
+    /// How long clients may keep tools/list and help answers (`ttlMs`, milliseconds);
+    /// default a day over stdio, an hour over HTTP
+    #[arg(long, value_name = "MS")]
+    pub(crate) list_ttl_ms: Option<u64>,
     /// Serve Prometheus metrics at http://ADDR/metrics (a listener of its own, unauthenticated:
     /// loopback only unless --metrics-beyond-loopback)
     #[arg(long, value_name = "ADDR")]

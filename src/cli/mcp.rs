@@ -167,6 +167,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         approvals: None,
         observer,
         drift: args.drift,
+        list_ttl_ms: args.list_ttl_ms,
     };
     if let Err(e) = super::shared::settle_folder(&args.registry) {
         eprintln!("error: {e}");

@@ -59,7 +59,15 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             format,
             ranking,
         } => query::search(query, registry, limit, format, ranking),
-        Command::Exec { op, args, registry } => query::exec(op, args, registry),
+        Command::Exec {
+            op,
+            args,
+            batch,
+            registry,
+        } => match batch {
+            Some(file) => query::exec_batch(file, registry),
+            None => query::exec(op.unwrap_or_default(), args, registry),
+        },
         Command::Eval {
             queries,
             registry,
@@ -85,7 +93,7 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
         #[cfg(feature = "mcp")]
         Command::Import(args) => mcp::import(args),
         #[cfg(feature = "mcp")]
-        Command::Serve(args) => mcp::serve(args),
+        Command::Serve(args) => mcp::serve(*args),
         #[cfg(feature = "mcp")]
         Command::Approve(args) => mcp::approve(args),
         #[cfg(feature = "mcp")]

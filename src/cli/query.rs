@@ -25,6 +25,7 @@ pub(super) fn help(
         },
         include_examples: !no_examples,
         include_schemas,
+        cursor: None,
     };
     let page = gw.help(&req);
     print_json(&page);
@@ -133,6 +134,65 @@ pub(super) fn exec(op: String, args: String, registry: RegistryFile) -> ExitCode
     let env = toolreg::runtime::block_on(gw.exec(call));
     print_json(&env);
     if env.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `exec --batch FILE`: a batch against a built registry, exec items as dry runs (the CLI has
+/// no handlers). Exit 1 when an item failed or the batch was refused, 2 when FILE cannot be read.
+pub(super) fn exec_batch(file: PathBuf, registry: RegistryFile) -> ExitCode {
+    let gw = match registry.gateway() {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let text = if file.as_os_str() == "-" {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).map(|_| t)
+    } else {
+        std::fs::read_to_string(&file)
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read `{}`: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!(
+                "error: `{}` is not JSON: {e} (line {}, column {})",
+                file.display(),
+                e.line(),
+                e.column()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let tool = gw
+        .registry()
+        .gateway
+        .batch
+        .clone()
+        .unwrap_or_else(|| "tool_batch".into());
+    let mut batch = match toolreg::runtime::batch::Batch::parse(&value, &tool) {
+        Ok(b) => b,
+        Err(refused) => {
+            print_json(&refused.0);
+            return ExitCode::from(1);
+        }
+    };
+    for item in &mut batch.items {
+        if let toolreg::runtime::batch::BatchItem::Exec(call) = item {
+            call.dry_run = Some(true);
+        }
+    }
+    let answer = toolreg::runtime::block_on(gw.batch(&batch));
+    print_json(&answer);
+    if answer["ok"] == serde_json::Value::Bool(true) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -264,6 +264,11 @@ pub struct GatewaySpec {
     pub help: Option<Spanned<String>>,
     pub exec: Option<Spanned<String>>,
     pub search: Option<Spanned<String>>,
+    /// Offer the batch tool (seed 000 §2.3: help, search and exec calls in one round trip).
+    #[serde(default)]
+    pub batch: bool,
+    /// The batch tool's name (implies `batch = true`); `tool_batch` by default.
+    pub batch_name: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -357,6 +362,9 @@ pub struct OpOverride {
     /// Requests the team has seen for this op, as people phrased them (searched).
     #[serde(default)]
     pub queries: Vec<String>,
+    /// Where an operation event reads the entity's display name: `args.<argument>` (checked
+    /// against the op's schema) or `result.<field>`.
+    pub display: Option<Spanned<String>>,
     /// Replaces the policy drafted from the description.
     pub policy: Option<PolicySpec>,
     /// Replace the synthesized example.

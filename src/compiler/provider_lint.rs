@@ -56,6 +56,10 @@ pub fn check(
             &reg.gateway.search,
             lo.overlay.gateway.search.as_ref().map(|s| s.span()),
         ),
+        (
+            reg.gateway.batch.as_ref().unwrap_or(&reg.gateway.search),
+            lo.overlay.gateway.batch_name.as_ref().map(|s| s.span()),
+        ),
     ];
     let names = gateway
         .iter()

@@ -213,6 +213,23 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
             })
             .collect()
     };
+    // The page a model pays most for (the first of equals, in path order, short before full).
+    let largest = help
+        .pages
+        .keys()
+        .enumerate()
+        .flat_map(|(k, key)| {
+            [
+                ("short", page_sizes[2 * k]),
+                ("full", page_sizes[2 * k + 1]),
+            ]
+            .map(|(format, size)| (size.o200k, key, format))
+        })
+        .fold(None, |best: Option<(usize, &String, &str)>, c| match best {
+            Some(b) if b.0 >= c.0 => Some(b),
+            _ => Some(c),
+        })
+        .map(|(o200k, path, format)| json!({"path": path, "format": format, "o200k": o200k}));
     let mut full_entry = full.json();
     full_entry["tools"] = json!(direct.len());
     let mut report = json!({
@@ -229,6 +246,7 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
             "op_short": page_stats(&pick(true, true, false)),
             "op_full": page_stats(&pick(true, false, true)),
             "all": page_stats(&pick(false, true, true)),
+            "largest": largest,
         },
     });
     // Third-party tools the build left out, so a reader of the report sees the gap.
@@ -283,6 +301,15 @@ pub fn render_text(report: &Value) -> String {
     }
     for (label, key) in [("short, o200k", "short"), ("full, o200k", "full")] {
         out.push_str(&stat_row(label, &report["help"][key]["o200k"]));
+    }
+    let largest = &report["help"]["largest"];
+    if let Some(path) = largest["path"].as_str() {
+        out.push_str(&format!(
+            "largest help page: {} ({}), {} o200k\n",
+            crate::diag::escape_controls(path),
+            largest["format"].as_str().unwrap_or_default(),
+            largest["o200k"]
+        ));
     }
     if let Some(q) = report["quarantined"].as_array() {
         out.push_str(&format!(

@@ -133,6 +133,18 @@ fn groups(reg: &Registry) -> Vec<&str> {
     reg.tree.keys().map(String::as_str).collect()
 }
 
+/// The groups as the help tool's description names them: all of them in a small catalog;
+/// past `MAX_LISTED_GROUPS`, how many and where the list is (the description stays the same
+/// size at any catalog size).
+fn groups_phrase(reg: &Registry) -> String {
+    let groups = groups(reg);
+    if groups.len() <= crate::model::registry::MAX_LISTED_GROUPS {
+        groups.join(", ")
+    } else {
+        format!("{} groups; root lists them", groups.len())
+    }
+}
+
 /// The op whose example call the gateway descriptions and the help root show: the first
 /// visible read op with a non-empty example, else the first visible op.
 pub fn sample_op(reg: &Registry) -> Option<&OpRecord> {
@@ -148,13 +160,13 @@ pub fn sample_op(reg: &Registry) -> Option<&OpRecord> {
 }
 
 fn help_tool(reg: &Registry) -> ToolDef {
-    let groups = groups(reg);
+    let groups = groups_phrase(reg);
     let sample = sample_op(reg).map(|r| r.op.as_str()).unwrap_or("root");
     ToolDef {
         name: reg.gateway.help.clone(),
         description: format!(
             "Look up ops and how to call them. Paths: root, a group ({}), group.entity, group.entity.read|write, or an op; op pages give usage, args and a call to copy. Example: {{\"path\": \"{sample}\"}}",
-            groups.join(", ")
+            groups
         ),
         parameters: json!({
             "type": "object",
@@ -226,6 +238,13 @@ fn search_tool(reg: &Registry) -> ToolDef {
         .collect();
     kinds.sort();
     kinds.dedup();
+    // Past MAX_LISTED_GROUPS the group is free text (help root lists them): an enum of every
+    // group grew the gateway with the catalog (811 groups: 16 KB on every request).
+    let group = if groups.len() <= crate::model::registry::MAX_LISTED_GROUPS {
+        json!({"type": "string", "enum": groups})
+    } else {
+        json!({"type": "string", "description": "a group path from help root"})
+    };
     ToolDef {
         name: reg.gateway.search.clone(),
         description: format!("Find ops by what they do. Example: {{\"query\": \"{sample}\"}}"),
@@ -233,7 +252,7 @@ fn search_tool(reg: &Registry) -> ToolDef {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "minLength": 1},
-                "group": {"type": "string", "enum": groups},
+                "group": group,
                 "kind": {"type": "string", "enum": kinds},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
             },
@@ -244,9 +263,51 @@ fn search_tool(reg: &Registry) -> ToolDef {
     }
 }
 
-/// The gateway tools: help, exec, search.
+/// The batch tool (overlay `[gateway] batch = true`): the single tools' calls in one round trip.
+fn batch_tool(reg: &Registry, name: &str) -> ToolDef {
+    let op = sample_op(reg).map(|r| r.op.as_str()).unwrap_or("<op>");
+    ToolDef {
+        name: name.to_string(),
+        description: format!(
+            "Up to {max} {help}/{search}/{exec} calls in one round trip, answered in order; writes after a failed item are skipped. First use of an op: {{\"items\": [{{\"help\": {{\"path\": \"{op}\"}}}}, {{\"exec\": {{\"op\": \"{op}\", \"args\": {{}}}}}}]}}",
+            max = crate::model::registry::MAX_BATCH_ITEMS,
+            help = reg.gateway.help,
+            search = reg.gateway.search,
+            exec = reg.gateway.exec,
+        ),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": crate::model::registry::MAX_BATCH_ITEMS,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "help": {"type": "object"},
+                            "search": {"type": "object"},
+                            "exec": {"type": "object"}
+                        },
+                        "maxProperties": 1
+                    }
+                },
+                "stop_on_error": {"type": "boolean"}
+            },
+            "required": ["items"],
+            "additionalProperties": false
+        }),
+        op: None,
+    }
+}
+
+/// The gateway tools: help, exec, search, and batch when the overlay offers it.
 pub fn gateway(reg: &Registry) -> Vec<ToolDef> {
-    vec![help_tool(reg), exec_tool(reg), search_tool(reg)]
+    let mut tools = vec![help_tool(reg), exec_tool(reg), search_tool(reg)];
+    if let Some(name) = &reg.gateway.batch {
+        tools.push(batch_tool(reg, name));
+    }
+    tools
 }
 
 #[cfg(test)]

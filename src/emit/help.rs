@@ -20,6 +20,12 @@ pub const FILE: &str = "help.json";
 /// Longest argument description in short pages.
 const SHORT_ARG_CHARS: usize = 60;
 
+/// Longest argument description in full pages: past it, the schema has the rest.
+const FULL_ARG_CHARS: usize = 1_500;
+
+/// Most enum values one argument shows on a page.
+const MAX_ENUM: usize = 60;
+
 pub fn emit(doc: &HelpDoc) -> FileMap {
     FileMap::from([(FILE.to_string(), render(doc))])
 }
@@ -68,31 +74,65 @@ pub fn build(reg: &Registry) -> HelpDoc {
 /// The pages whose path `keep` accepts (`toolreg diff` builds only what a change can touch).
 pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
     let mut pages = BTreeMap::new();
-    let both = |f: &dyn Fn(bool) -> Value| HelpPages {
-        short: std::sync::Arc::new(f(false)),
-        full: std::sync::Arc::new(f(true)),
+    // A directory page is paged when its listings are long (`paged`): its first page keeps the
+    // path, the others are `PATH@2`, `PATH@3`, ...
+    let mut insert_paged = |path: &str, f: &dyn Fn(bool) -> Value, lists: &[&str]| {
+        let short = paged(split_description(f(false)), path, lists, reg);
+        let full = paged(split_description(f(true)), path, lists, reg);
+        let n = short.len().max(full.len());
+        // An op page replaces a directory page of the same path: its later pages too.
+        for k in 2.. {
+            if pages.remove(&format!("{path}{PAGE_MARK}{k}")).is_none() {
+                break;
+            }
+        }
+        let mut short = short.into_iter();
+        let mut full = full.into_iter();
+        for k in 1..=n {
+            let key = if k == 1 {
+                path.to_string()
+            } else {
+                format!("{path}{PAGE_MARK}{k}")
+            };
+            // A format whose listings end sooner answers the later numbers with an empty page.
+            let s = short.next().unwrap_or_else(|| empty_page(path, k, n));
+            let f = full.next().unwrap_or_else(|| empty_page(path, k, n));
+            pages.insert(
+                key,
+                HelpPages {
+                    short: std::sync::Arc::new(s),
+                    full: std::sync::Arc::new(f),
+                },
+            );
+        }
     };
     if keep(ROOT) {
-        pages.insert(ROOT.to_string(), both(&|full| root(reg, full)));
+        insert_paged(ROOT, &|full| root(reg, full), &["groups"]);
     }
     for (g, node) in &reg.tree {
         if keep(g) {
-            pages.insert(g.clone(), both(&|full| group(reg, g, node, full)));
+            insert_paged(
+                g,
+                &|full| group(reg, g, node, full),
+                &["entities", "ops", "all_ops"],
+            );
         }
         for e in node.entities.keys() {
             let path = format!("{g}.{e}");
             if keep(&path) {
-                pages.insert(
-                    path.clone(),
-                    both(&|full| entity(reg, &path, e, node, None, full)),
+                insert_paged(
+                    &path,
+                    &|full| entity(reg, &path, e, node, None, full),
+                    &["ops"],
                 );
             }
             for kind in [Kind::Read, Kind::Write] {
                 let kpath = format!("{path}.{}", kind.as_str());
                 if keep(&kpath) {
-                    pages.insert(
-                        kpath,
-                        both(&|full| entity(reg, &path, e, node, Some(kind), full)),
+                    insert_paged(
+                        &kpath,
+                        &|full| entity(reg, &path, e, node, Some(kind), full),
+                        &["ops"],
                     );
                 }
             }
@@ -100,13 +140,151 @@ pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
     }
     // Ops last: an op page replaces a directory page of the same path.
     for r in reg.ops.values().filter(|r| !r.hidden && keep(&r.op)) {
-        pages.insert(r.op.clone(), both(&|full| op_page(reg, r, full)));
+        insert_paged(
+            &r.op,
+            &|full| op_page(reg, r, full),
+            &["description_more", "args", "examples"],
+        );
     }
     HelpDoc {
         generator: crate::registry::GENERATOR.into(),
         registry_version: reg.registry_version.clone(),
         pages,
     }
+}
+
+/// What separates a directory path from its page number (`root@2`): no op or path has it.
+pub const PAGE_MARK: char = '@';
+
+/// A help page's budget in o200k tokens (compact JSON): a page over it is split.
+const PAGE_TOKENS: usize = 1_800;
+
+/// A page this short (compact JSON characters) is within `PAGE_TOKENS` whatever its text (the
+/// densest real pages run 2.7 characters a token), so only longer pages are counted.
+const SAFE_CHARS: usize = 4_800;
+
+fn compact(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn o200k(v: &Value) -> usize {
+    crate::compiler::report::Tokens::get().o200k(&compact(v))
+}
+
+/// Splits a page over `PAGE_TOKENS` along its listings (`lists`, in order: the root's groups, a
+/// group's entities and ops, an op's arguments): the first page keeps every other field with
+/// the first slice of each list and says where the rest is (`page`, `pages`, `next_page`); the
+/// others carry the path, their slices and `next_page`. A page within the budget is kept whole.
+fn paged(page: Value, path: &str, lists: &[&str], reg: &Registry) -> Vec<Value> {
+    if compact(&page).len() <= SAFE_CHARS || o200k(&page) <= PAGE_TOKENS {
+        return vec![page];
+    }
+    let items: Vec<(&str, &Value)> = lists
+        .iter()
+        .filter_map(|k| page.get(*k).and_then(Value::as_array).map(|a| (*k, a)))
+        .flat_map(|(k, a)| a.iter().map(move |v| (k, v)))
+        .collect();
+    let mut header = page.clone();
+    for list in lists {
+        if let Some(a) = header.get_mut(*list).and_then(Value::as_array_mut) {
+            a.clear();
+        }
+    }
+    // What the page says beside its listings, and a later page's own fields, with room for
+    // the paging fields.
+    let first_room = PAGE_TOKENS.saturating_sub(o200k(&header) + 60).max(300);
+    let later_room = PAGE_TOKENS - 120;
+    let mut chunks: Vec<Vec<(&str, &Value)>> = vec![Vec::new()];
+    let mut used = 0;
+    for (k, v) in items {
+        let n = o200k(v) + 1;
+        let room = if chunks.len() == 1 {
+            first_room
+        } else {
+            later_room
+        };
+        if used + n > room && !chunks.last().is_some_and(Vec::is_empty) {
+            chunks.push(Vec::new());
+            used = 0;
+        }
+        used += n;
+        chunks.last_mut().expect("one chunk").push((k, v));
+    }
+    let total = chunks.len();
+    let next_hint = |k: usize| {
+        format!(
+            "More on the next page: call {} with {{\"path\": \"{path}{PAGE_MARK}{k}\"}}.",
+            reg.gateway.help
+        )
+    };
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let k = i + 1;
+            let mut p = if k == 1 {
+                header.clone()
+            } else {
+                json!({"path": format!("{path}{PAGE_MARK}{k}"), "page_of": path})
+            };
+            for list in lists {
+                if page.get(*list).is_some() {
+                    let slice: Vec<Value> = chunk
+                        .iter()
+                        .filter(|(l, _)| l == list)
+                        .map(|(_, v)| (*v).clone())
+                        .collect();
+                    if k == 1 || !slice.is_empty() {
+                        p[*list] = Value::Array(slice);
+                    }
+                }
+            }
+            p["page"] = json!(k);
+            p["pages"] = json!(total);
+            if k < total {
+                p["next_page"] = json!(format!("{path}{PAGE_MARK}{}", k + 1));
+                let next = match p.get("next").and_then(Value::as_str) {
+                    Some(n) if k == 1 => format!("{} {n}", next_hint(k + 1)),
+                    _ => next_hint(k + 1),
+                };
+                p["next"] = json!(next);
+            }
+            p["registry_version"] = json!(reg.registry_version);
+            p
+        })
+        .collect()
+}
+
+/// An op page over the budget: a long description goes on in `description_more` (paged like
+/// a listing) after its first part.
+fn split_description(mut page: Value) -> Value {
+    const PART_CHARS: usize = 1_500;
+    if compact(&page).len() <= SAFE_CHARS || o200k(&page) <= PAGE_TOKENS {
+        return page;
+    }
+    let Some(text) = page.get("description").and_then(Value::as_str) else {
+        return page;
+    };
+    if text.chars().count() <= PART_CHARS {
+        return page;
+    }
+    let mut parts: Vec<String> = vec![String::new()];
+    for word in text.split_inclusive(char::is_whitespace) {
+        let last = parts.last_mut().expect("one part");
+        if last.chars().count() + word.chars().count() > PART_CHARS && !last.is_empty() {
+            parts.push(String::new());
+        }
+        parts.last_mut().expect("one part").push_str(word);
+    }
+    let first = parts.remove(0);
+    page["description"] = json!(first);
+    page["description_more"] = json!(parts);
+    page
+}
+
+/// A page number one format does not reach (its listings were shorter): empty, pointing back.
+fn empty_page(path: &str, k: usize, total: usize) -> Value {
+    json!({"path": format!("{path}{PAGE_MARK}{k}"), "page_of": path, "page": k, "pages": total})
 }
 
 /// The paths `build` makes pages for, without making them.
@@ -159,18 +337,30 @@ fn call_contract(reg: &Registry) -> Value {
         ),
         None => (json!({"op": "<op>", "args": {}}), json!({"path": ROOT})),
     };
-    json!({
+    let mut contract = json!({
         "help": {"tool": reg.gateway.help, "shape": {"path": "<path>", "format": "short|full"}, "example": help_example},
         "exec": {"tool": reg.gateway.exec, "shape": {"op": "<op>", "args": {"<name>": "<value>"}}, "example": exec_example},
         "search": {"tool": reg.gateway.search, "shape": {"query": "<words>"}},
         "on_error": format!("Read error.help_path with {}, fix the fields in error.details.field_errors, then retry once. Replace every <placeholder> with a real value.", reg.gateway.help),
-    })
+    });
+    if let Some(batch) = &reg.gateway.batch {
+        contract["batch"] = json!({
+            "tool": batch,
+            "shape": {"items": [{"help": {"path": "<op>"}}, {"exec": {"op": "<op>", "args": {}}}]},
+            "when": "first use of an op, or several independent calls: one round trip",
+        });
+    }
+    contract
 }
 
 fn root(reg: &Registry, full: bool) -> Value {
-    let groups: Vec<Value> = reg
-        .tree
-        .iter()
+    let mut tree: Vec<(&String, &GroupNode)> = reg.tree.iter().collect();
+    // A long directory is read page by page: the groups with the most ops come first.
+    if reg.tree.len() > crate::registry::MAX_LISTED_GROUPS {
+        tree.sort_by_cached_key(|(g, node)| (std::cmp::Reverse(group_ops(reg, node).len()), *g));
+    }
+    let groups: Vec<Value> = tree
+        .into_iter()
         .map(|(g, node)| {
             let ops = group_ops(reg, node);
             let mut v = json!({"path": g, "summary": node.summary, "ops": ops.len()});
@@ -272,7 +462,14 @@ fn arg_entry(a: &Arg, full: bool) -> Value {
         v.insert("default".into(), d.clone());
     }
     if let Some(e) = &a.enum_ {
-        v.insert("enum".into(), json!(e));
+        // A page holds at most MAX_ENUM values of one argument (a country list once made one
+        // argument 2,900 tokens); `include_schemas: true` adds the schema with all of them.
+        if e.len() > MAX_ENUM {
+            v.insert("enum".into(), json!(e[..MAX_ENUM]));
+            v.insert("enum_more".into(), json!(e.len() - MAX_ENUM));
+        } else {
+            v.insert("enum".into(), json!(e));
+        }
     }
     if full {
         if let Some(r) = &a.range {
@@ -280,7 +477,14 @@ fn arg_entry(a: &Arg, full: bool) -> Value {
         }
     }
     let desc = if full {
-        a.description.clone()
+        if a.description.chars().count() > FULL_ARG_CHARS {
+            format!(
+                "{} (cut; include_schemas: true has it whole)",
+                crate::text::truncate_words(&a.description, FULL_ARG_CHARS)
+            )
+        } else {
+            a.description.clone()
+        }
     } else {
         first_sentence(&a.description, SHORT_ARG_CHARS)
     };

@@ -480,7 +480,20 @@ fn assemble(
             "OpKind::Write".into()
         })
     ));
-    o.push_str(&format!("    pub fn is_destructive(self) -> bool {{\n        match self {{\n{}        }}\n    }}\n}}\n\n", arms(&|r| r.destructive.to_string())));
+    o.push_str(&format!("    pub fn is_destructive(self) -> bool {{\n        match self {{\n{}        }}\n    }}\n\n", arms(&|r| r.destructive.to_string())));
+    o.push_str(&format!(
+        "    /// What a UI shows for a call of this op (seed 002 §6.4).\n    pub fn operation(self) -> Operation {{\n        match self {{\n{}        }}\n    }}\n}}\n\n",
+        arms(&|r| {
+            let spec = crate::model::operation::spec(r);
+            format!(
+                "Operation {{ action: {}, entity_type: {}, display: {} }}",
+                lit(&spec.action),
+                lit(&spec.entity_type),
+                spec.display.as_deref().map_or_else(|| "None".to_string(), |d| format!("Some({})", lit(d)))
+            )
+        })
+    ));
+    o.push_str("/// An op's operation event fields: action (list, search, read, create, update, delete,\n/// other), the entity in words, and where the display name lives (`args.title`).\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub struct Operation {\n    pub action: &'static str,\n    pub entity_type: &'static str,\n    pub display: Option<&'static str>,\n}\n\n");
     o.push_str("/// An op name or tool name that is not in the registry.\n#[derive(Debug, Clone, PartialEq, Eq)]\npub struct UnknownOp(pub String);\n\n");
     o.push_str("impl ::std::fmt::Display for UnknownOp {\n    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {\n        write!(f, \"unknown op `{}`\", self.0)\n    }\n}\n\nimpl ::std::error::Error for UnknownOp {}\n\n");
     o.push_str("impl ::std::str::FromStr for Op {\n    type Err = UnknownOp;\n\n    /// Accepts the op or the tool name.\n    fn from_str(s: &str) -> Result<Op, UnknownOp> {\n        match s {\n");

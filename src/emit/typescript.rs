@@ -291,6 +291,20 @@ pub fn generate(reg: &Registry) -> String {
     for r in &ops {
         o.push_str(&format!("  {:?}: {:?},\n", r.op, r.kind.as_str()));
     }
+    o.push_str("};\n\n/** What a UI shows for a call of each op (seed 002 §6.4): action, the entity in words, and where the display name lives. */\nexport const OP_OPERATION: { readonly [O in Op]: { readonly action: \"list\" | \"search\" | \"read\" | \"create\" | \"update\" | \"delete\" | \"other\"; readonly entity_type: string; readonly display?: string } } = {\n");
+    for r in &ops {
+        let spec = crate::model::operation::spec(r);
+        match &spec.display {
+            Some(d) => o.push_str(&format!(
+                "  {:?}: {{ action: {:?}, entity_type: {:?}, display: {:?} }},\n",
+                r.op, spec.action, spec.entity_type, d
+            )),
+            None => o.push_str(&format!(
+                "  {:?}: {{ action: {:?}, entity_type: {:?} }},\n",
+                r.op, spec.action, spec.entity_type
+            )),
+        }
+    }
     o.push_str(
         "};\n\n/** A typed exec call: the arguments must be those of the op. */\nexport type ExecCall<O extends Op = Op> = {\n  op: O;\n  args: OpArgs[O];\n  idempotency_key?: string;\n  dry_run?: boolean;\n};\n",
     );

@@ -46,6 +46,9 @@ pub struct HelpRequest {
     pub format: Format,
     pub include_examples: bool,
     pub include_schemas: bool,
+    /// A later page of a paged directory (`"2"`, as a page's `next_page` says: `root@2`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 impl Default for HelpRequest {
@@ -55,6 +58,7 @@ impl Default for HelpRequest {
             format: Format::Short,
             include_examples: true,
             include_schemas: false,
+            cursor: None,
         }
     }
 }
@@ -80,7 +84,18 @@ impl HelpDoc {
             // Longer than any page name: unknown at once, without a closest search.
             return Arc::new(self.unknown_without_suggestions(reg, &req.path));
         }
-        let asked = req.path.trim();
+        let with_cursor;
+        let asked = match req.cursor.as_deref().map(str::trim) {
+            // A cursor names a page of the path (`2`, or the whole `root@2` a page gave).
+            Some(c) if !c.is_empty() && !crate::text::over_name_limit(c) => {
+                let c = c.rsplit('@').next().unwrap_or(c);
+                let base = req.path.trim();
+                let base = if base.is_empty() { ROOT } else { base };
+                with_cursor = format!("{}@{c}", base.split('@').next().unwrap_or(base));
+                with_cursor.as_str()
+            }
+            _ => req.path.trim(),
+        };
         let (path, resolved_from) = if asked.is_empty() {
             (ROOT.to_string(), None)
         } else if self.pages.contains_key(asked) {
@@ -136,7 +151,7 @@ impl HelpDoc {
         let mut scored: Vec<(f64, &String)> = self
             .pages
             .keys()
-            .filter(|p| p.as_str() != ROOT)
+            .filter(|p| p.as_str() != ROOT && !p.contains('@'))
             .map(|p| {
                 let mut score = strsim::jaro_winkler(&lower, p);
                 if p.ends_with(&format!(".{lower}")) || p.starts_with(&format!("{lower}.")) {

@@ -179,6 +179,10 @@ pub struct OpRecord {
     /// The overlay's `queries`: requests the team has seen for this op (searched).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queries: Vec<String>,
+    /// The overlay's `display`: where an operation event reads the entity's name
+    /// (`args.title`, `result.name`); see `model::operation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
     /// Top-level arguments in declared order.
     pub args: Vec<Arg>,
     /// Required arguments, in declared order.
@@ -336,12 +340,32 @@ pub struct Cluster {
     pub contexts: Vec<String>,
 }
 
+/// The most groups the gateway tools name (the help tool's description, the search tool's
+/// `group` enum) and the help root lists in its own order; past it, help root is one call away
+/// and is paged, largest groups first, so the gateway's cost stays flat at any catalog size.
+pub const MAX_LISTED_GROUPS: usize = 12;
+
+/// The most items one batch call may hold (`tool_batch`).
+pub const MAX_BATCH_ITEMS: usize = 16;
+
 /// Names of the gateway tools the model sees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GatewayNames {
     pub help: String,
     pub exec: String,
     pub search: String,
+    /// The batch tool, when the overlay offers it (`[gateway] batch = true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
+}
+
+impl GatewayNames {
+    /// Every gateway tool's name, the batch tool's when offered.
+    pub fn all(&self) -> Vec<&str> {
+        let mut names = vec![self.help.as_str(), self.exec.as_str(), self.search.as_str()];
+        names.extend(self.batch.as_deref());
+        names
+    }
 }
 
 impl Default for GatewayNames {
@@ -350,6 +374,7 @@ impl Default for GatewayNames {
             help: "tool_help".into(),
             exec: "tool_exec".into(),
             search: "tool_search".into(),
+            batch: None,
         }
     }
 }

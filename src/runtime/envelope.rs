@@ -19,6 +19,8 @@ pub mod codes {
     pub const INTERNAL: &str = "INTERNAL";
     /// A shared idempotency store did not answer; the keyed write was not run.
     pub const IDEMPOTENCY_UNAVAILABLE: &str = "IDEMPOTENCY_UNAVAILABLE";
+    /// A batch item that was not run: an earlier item failed and `stop_on_error` is on.
+    pub const SKIPPED: &str = "SKIPPED";
 }
 
 /// What a handler returns on failure. Its `code` (e.g. `NOT_FOUND` for a missing record) is
@@ -78,6 +80,10 @@ pub struct Envelope {
     pub result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorBody>,
+    /// What a UI shows for the call (seed 002 §6.4): action, entity, display name, status.
+    /// Absent when the op is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<crate::model::operation::Operation>,
     pub meta: Meta,
 }
 

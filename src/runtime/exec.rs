@@ -73,20 +73,39 @@ impl Gateway {
     /// An empty `caller` is the shared partition `exec_in` uses.
     pub async fn exec_for(&self, call: ExecCall, scope: &Scope, caller: &str) -> Envelope {
         let started = Instant::now();
+        let trace_id = self.trace_id();
+        // The operation's display name as the arguments carry it, read before the call takes
+        // them (only the one string is kept).
+        let spec = self.operation_spec(&call.op, scope);
+        let named = spec
+            .as_ref()
+            .map(|s| s.operation(call.args.as_ref(), None, "").entity_name);
         let mut warnings = Vec::new();
-        let outcome = self.run(call, scope, caller, &mut warnings).await;
+        let mut ran = false;
+        let outcome = self
+            .run(call, scope, caller, &trace_id, &mut ran, &mut warnings)
+            .await;
+        let operation = |result: Option<&Value>, status: &str| {
+            let spec = spec.as_ref()?;
+            let mut op = spec.operation(None, result, status);
+            if let Some(Some(name)) = &named {
+                op.entity_name = Some(name.clone());
+            }
+            Some(op)
+        };
         let meta = |dry_run| Meta {
-            trace_id: self.trace_id(),
+            trace_id: trace_id.clone(),
             latency_ms: started.elapsed().as_millis() as u64,
             warnings: warnings.clone(),
             dry_run,
         };
-        match outcome {
+        let envelope = match outcome {
             Ok(Done {
                 op,
                 result,
                 dry_run,
             }) => Envelope {
+                operation: operation(Some(&result), if dry_run { "dry_run" } else { "success" }),
                 op,
                 ok: true,
                 result: Some(result),
@@ -94,13 +113,21 @@ impl Gateway {
                 meta: meta(dry_run),
             },
             Err(Failure { op, error }) => Envelope {
+                operation: operation(None, "error"),
                 op,
                 ok: false,
                 result: None,
                 error: Some(*error),
                 meta: meta(false),
             },
+        };
+        if let Some(o) = &envelope.operation {
+            // Events follow calls that reached their handler: started, then success or error.
+            if ran {
+                self.notify(&envelope.op, &trace_id, o);
+            }
         }
+        envelope
     }
 
     /// Everything up to the handler, without running it: resolve, scope, arguments, validation.
@@ -267,6 +294,8 @@ impl Gateway {
         mut call: ExecCall,
         scope: &Scope,
         caller: &str,
+        trace_id: &str,
+        ran: &mut bool,
         warnings: &mut Vec<String>,
     ) -> Result<Done, Failure> {
         let prepared = self.prepare_inner(&call, scope, warnings);
@@ -321,6 +350,10 @@ impl Gateway {
                 &op,
             ));
         };
+        *ran = true;
+        if let Some(spec) = self.operation_spec(&op, scope) {
+            self.notify(&op, trace_id, &spec.operation(Some(&args), None, "started"));
+        }
         match handler(args).await {
             Ok(result) => {
                 if let (Some(k), Some(sk)) = (&key, &stored) {

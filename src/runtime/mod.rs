@@ -8,6 +8,7 @@
 //! code an op runs), `scope` (which ops a call may run), and the modules named below: search,
 //! discovery (seed 001), selection (seed 004), idempotency stores, validation, eval.
 
+pub mod batch;
 pub mod discovery;
 mod envelope;
 pub mod eval;
@@ -112,6 +113,8 @@ pub struct Gateway {
     scope: Scope,
     trace_base: u64,
     trace_seq: AtomicU64,
+    /// Who hears operation events ([`Gateway::on_operation`]).
+    listeners: Vec<OperationListener>,
     /// Semantic ranking fused into search, when vectors were loaded.
     #[cfg(feature = "semantic")]
     hybrid: Option<hybrid::Hybrid>,
@@ -226,6 +229,7 @@ impl Gateway {
             scope: options.scope,
             trace_base,
             trace_seq: AtomicU64::new(0),
+            listeners: Vec::new(),
             #[cfg(feature = "semantic")]
             hybrid: None,
         })
@@ -396,6 +400,54 @@ impl Gateway {
             &|r| scope.refuses(r).is_none(),
             semantic.as_ref().map(|(s, w)| (s.as_slice(), *w)),
         )
+    }
+}
+
+/// An operation event (seed 002 §6.4): a call of `op` started, succeeded or failed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct OperationEvent {
+    pub op: String,
+    pub trace_id: String,
+    pub operation: crate::model::operation::Operation,
+}
+
+type OperationListener = Arc<dyn Fn(&OperationEvent) + Send + Sync>;
+
+impl Gateway {
+    /// Calls `listener` for every operation event: `started` when a call reaches its handler,
+    /// then `success` or `error` (a UI's activity feed: `event.operation.describe()` reads
+    /// "Updated task “Ship v2”"). Refused calls, dry runs and replays run no handler and send
+    /// none; their envelopes still carry `operation`.
+    pub fn on_operation(&mut self, listener: impl Fn(&OperationEvent) + Send + Sync + 'static) {
+        self.listeners.push(Arc::new(listener));
+    }
+
+    fn notify(&self, op: &str, trace_id: &str, operation: &crate::model::operation::Operation) {
+        if self.listeners.is_empty() {
+            return;
+        }
+        let event = OperationEvent {
+            op: op.to_string(),
+            trace_id: trace_id.to_string(),
+            operation: operation.clone(),
+        };
+        for l in &self.listeners {
+            l(&event);
+        }
+    }
+
+    /// The operation table entry of the op `asked` names, when the caller of `scope` may see it.
+    pub fn operation_spec(
+        &self,
+        asked: &str,
+        scope: &Scope,
+    ) -> Option<crate::model::operation::OperationSpec> {
+        if crate::text::over_name_limit(asked) {
+            return None;
+        }
+        let (op, _) = crate::resolve::resolve_exec(&self.registry, asked)?;
+        let r = &self.registry.ops[op];
+        scope.contains(r).then(|| crate::model::operation::spec(r))
     }
 }
 

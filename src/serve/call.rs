@@ -28,6 +28,17 @@ impl Server {
         args: Option<Map<String, Value>>,
         principal: Option<&Principal>,
     ) -> Result<CallToolResult, ErrorData> {
+        self.call_gated(name, args, principal, None).await
+    }
+
+    /// [`Server::call_as`], with the HTTP layer's rate gate for a batch's further items.
+    pub(super) async fn call_gated(
+        &self,
+        name: &str,
+        args: Option<Map<String, Value>>,
+        principal: Option<&Principal>,
+        gate: Option<&ItemGate>,
+    ) -> Result<CallToolResult, ErrorData> {
         let started = std::time::Instant::now();
         let view = self.view(principal);
         // The audit keeps a digest of the arguments, taken before the call consumes them.
@@ -44,7 +55,12 @@ impl Server {
             principal.map_or("", |p| p.name.as_str()),
             self.inner.surface
         );
-        let answer = self.answer_call(name, args, &view, &caller).await;
+        let batch_tool = self.inner.gateway.registry().gateway.batch.as_deref();
+        let answer = if batch_tool == Some(name) && view.tool_names.contains(name) {
+            self.batch(name, &args, principal, gate).await
+        } else {
+            self.answer_call(name, args, &view, &caller).await
+        };
         let took = started.elapsed();
         let (op, code) = outcome(name, &answer);
         // Only ops of the registry the caller may see (or the gateway tool itself) become
@@ -94,7 +110,15 @@ impl Server {
         let reg = inner.gateway.registry();
         if name == reg.gateway.help {
             return Ok(match serde_json::from_value::<HelpRequest>(args) {
-                Ok(req) => json_result(&self.help_for(view, &req), false),
+                Ok(req) => {
+                    let page = self.help_for(view, &req);
+                    let failed = page.get("error").is_some();
+                    let mut r = json_result(&page, false);
+                    if !failed {
+                        self.stamp_cache(&mut r, true);
+                    }
+                    r
+                }
                 Err(e) => bad_gateway_args(name, e),
             });
         }
@@ -120,7 +144,9 @@ impl Server {
                             o.insert("query".into(), q);
                         }
                     }
-                    json_result(&v, false)
+                    let mut r = json_result(&v, false);
+                    self.stamp_cache(&mut r, false);
+                    r
                 }
                 Err(e) => bad_gateway_args(name, e),
             });
@@ -141,6 +167,113 @@ impl Server {
         };
         let envelope = inner.gateway.exec_for(call, &view.scope, caller).await;
         Ok(self.answer(envelope, view))
+    }
+
+    /// The operation a call of tool `name` with `args` starts, as `principal` may see it:
+    /// `None` for gateway help/search/batch, an op it cannot see, or one that does not resolve.
+    pub(super) fn starting(
+        &self,
+        name: &str,
+        args: Option<&Map<String, Value>>,
+        principal: Option<&Principal>,
+    ) -> Option<crate::model::operation::Operation> {
+        let reg = self.inner.gateway.registry();
+        let view = self.view(principal);
+        if !view.tool_names.contains(name) {
+            return None;
+        }
+        let (op, op_args) = if name == reg.gateway.exec {
+            let a = args?;
+            (a.get("op")?.as_str()?.to_string(), a.get("args"))
+        } else if reg.gateway.all().contains(&name) {
+            return None;
+        } else {
+            (reg.op_by_tool_name(name)?.op.clone(), None)
+        };
+        let spec = self.inner.gateway.operation_spec(&op, &view.scope)?;
+        let op_args = match op_args {
+            Some(a) => a.clone(),
+            None => Value::Object(args.cloned().unwrap_or_default()),
+        };
+        Some(spec.operation(Some(&op_args), None, "started"))
+    }
+
+    /// A batch (seed 000 §2.3): each item goes through [`Server::call_gated`] as the single
+    /// tool's call would, so scopes, idempotency, the drift gate, metrics and the audit log see
+    /// it alone; the first item rides on the request's own rate token, every further item takes
+    /// one of its own. Bad input is one envelope and nothing runs.
+    async fn batch(
+        &self,
+        tool: &str,
+        args: &Value,
+        principal: Option<&Principal>,
+        gate: Option<&ItemGate>,
+    ) -> Result<CallToolResult, ErrorData> {
+        use crate::runtime::batch::{self, Batch};
+        let parsed = match Batch::parse(args, tool) {
+            Ok(b) => b,
+            Err(refused) => return Ok(json_result(&refused.0.to_json(), true)),
+        };
+        let reg = self.inner.gateway.registry();
+        let mut answers = Vec::with_capacity(parsed.items.len());
+        let mut failed_at: Option<usize> = None;
+        for (i, (item, (kind, item_args))) in parsed.items.iter().zip(&parsed.raw).enumerate() {
+            if let (crate::runtime::batch::BatchItem::Exec(call), Some(at)) = (item, failed_at) {
+                if parsed.stop_on_error && self.inner.gateway.is_write(call) {
+                    answers.push(batch::skipped(&call.op, at));
+                    continue;
+                }
+            }
+            let over_rate = match gate {
+                Some(g) if i > 0 => !g.take().await,
+                _ => false,
+            };
+            let answer = if over_rate {
+                rate_limited(item)
+            } else {
+                let single = match kind.as_str() {
+                    "help" => &reg.gateway.help,
+                    "search" => &reg.gateway.search,
+                    _ => &reg.gateway.exec,
+                };
+                let result = Box::pin(self.call_gated(
+                    single,
+                    item_args.as_object().cloned(),
+                    principal,
+                    None,
+                ))
+                .await;
+                match result {
+                    Ok(r) => item_answer(r),
+                    Err(e) => {
+                        json!({"ok": false, "error": {"code": "PROTOCOL_ERROR", "message": e.message}})
+                    }
+                }
+            };
+            if failed_at.is_none() && !batch::item_ok(&answer) {
+                failed_at = Some(i);
+            }
+            answers.push(answer);
+        }
+        let answer = batch::answer(answers);
+        let failed = answer.get("ok") != Some(&Value::Bool(true));
+        Ok(json_result(&answer, failed))
+    }
+
+    /// `_meta["toolreg/cache"]` of a help or search answer: the registry version a client's
+    /// session cache keys on (seed 000 §8.1: `registry_version + path + format`), and for help,
+    /// how long the page holds and for whom.
+    fn stamp_cache(&self, r: &mut CallToolResult, holds: bool) {
+        let mut cache = json!({"registry_version": self.inner.version});
+        if holds {
+            let (ttl, scope) = self.cache_hints(true);
+            cache["ttlMs"] = json!(ttl);
+            cache["cacheScope"] = serde_json::to_value(scope).unwrap_or(Value::Null);
+        }
+        r.meta
+            .get_or_insert_with(Default::default)
+            .0
+            .insert("toolreg/cache".into(), cache);
     }
 
     /// A help page as `view` may see it: a hidden op or path is an unknown path, and pages
@@ -189,7 +322,7 @@ impl Server {
                 }
                 meta.0.insert(
                     "toolreg".into(),
-                    json!({"op": envelope.op, "trace_id": envelope.meta.trace_id, "warnings": warnings, "registry_version": self.inner.version}),
+                    json!({"op": envelope.op, "trace_id": envelope.meta.trace_id, "warnings": warnings, "registry_version": self.inner.version, "operation": envelope.operation}),
                 );
                 result.meta = Some(meta);
                 return result;
@@ -213,6 +346,82 @@ impl Server {
             }
         }
         json_result(&v, failed)
+    }
+}
+
+/// The operation (seed 002 §6.4) an answer carries: on the envelope, or in `_meta` beside an
+/// upstream's own result.
+pub(super) fn operation_of(r: &CallToolResult) -> Option<crate::model::operation::Operation> {
+    let on_meta = r
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("toolreg"))
+        .and_then(|t| t.get("operation"));
+    let on_envelope = r
+        .structured_content
+        .as_ref()
+        .and_then(|v| v.get("operation"));
+    on_meta
+        .or(on_envelope)
+        .and_then(|o| serde_json::from_value(o.clone()).ok())
+}
+
+/// A batch item's answer from the single call's result: the envelope or page it carried, or an
+/// upstream's own result as it came (its `isError` read as the item's `ok`).
+fn item_answer(r: CallToolResult) -> Value {
+    let forwarded = r.meta.as_ref().is_some_and(|m| m.0.contains_key("toolreg"));
+    match r.structured_content.clone() {
+        Some(v) if !forwarded => v,
+        _ => {
+            let ok = r.is_error != Some(true);
+            let mut v = serde_json::to_value(&r).unwrap_or(Value::Null);
+            if let Some(o) = v.as_object_mut() {
+                o.insert("ok".into(), Value::Bool(ok));
+            }
+            v
+        }
+    }
+}
+
+/// The answer of a batch item over the caller's rate: not run.
+fn rate_limited(item: &crate::runtime::batch::BatchItem) -> Value {
+    let op = match item {
+        crate::runtime::batch::BatchItem::Exec(c) => c.op.clone(),
+        other => other.kind().to_string(),
+    };
+    json!({"op": op, "ok": false, "error": {
+        "code": super::codes::RATE_LIMITED,
+        "message": "not run: this item is over the caller's requests per second (each batch item counts as one request)",
+        "details": {"field_errors": []},
+        "help_path": crate::help::ROOT,
+    }})
+}
+
+/// Takes one more request token for the caller of an HTTP request (a batch's further items);
+/// the HTTP layer puts it in the request.
+#[derive(Clone)]
+pub struct ItemGate {
+    #[allow(clippy::type_complexity)]
+    take: std::sync::Arc<
+        dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>> + Send + Sync,
+    >,
+}
+
+impl ItemGate {
+    pub(super) fn new(
+        take: impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> ItemGate {
+        ItemGate {
+            take: std::sync::Arc::new(take),
+        }
+    }
+
+    /// Whether a token was taken.
+    pub async fn take(&self) -> bool {
+        (self.take)().await
     }
 }
 
@@ -264,6 +473,8 @@ const KNOWN_CODES: &[&str] = &[
     super::codes::UPSTREAM_TIMEOUT,
     super::codes::UPSTREAM_TOO_LARGE,
     super::codes::UPSTREAM_TOOL_CHANGED,
+    super::codes::RATE_LIMITED,
+    crate::runtime::codes::SKIPPED,
 ];
 
 /// The key under which a forwarding handler returns the upstream's result.

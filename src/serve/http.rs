@@ -422,6 +422,22 @@ struct Caller {
     refilled: Option<Instant>,
 }
 
+impl Caller {
+    /// Refills the bucket at `rate` per second (up to `rate`) and takes one token if there is.
+    fn take(&mut self, rate: u32) -> bool {
+        let now = Instant::now();
+        let cap = f64::from(rate);
+        let elapsed = self.refilled.map_or(cap, |t| (now - t).as_secs_f64() * cap);
+        self.tokens = (self.tokens + elapsed).min(cap);
+        self.refilled = Some(now);
+        if self.tokens < 1.0 {
+            return false;
+        }
+        self.tokens -= 1.0;
+        true
+    }
+}
+
 impl Limits {
     fn new(max_concurrent: usize, rate: u32) -> Limits {
         Limits {
@@ -444,6 +460,21 @@ impl Limits {
         self.enter(who)
     }
 
+    /// One more request token for `who` (a batch item), without a place: whether it was taken.
+    async fn take_token(&self, who: &str) -> bool {
+        if self.rate == 0 {
+            return true;
+        }
+        if let Some(shared) = &self.shared {
+            // When the store is away, this replica's bucket decides.
+            if let Ok(taken) = shared.take(who, self.rate).await {
+                return taken;
+            }
+        }
+        let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
+        callers.entry(who.to_string()).or_default().take(self.rate)
+    }
+
     /// Takes a place for `who`, or says why not.
     fn enter(&self, who: &str) -> Result<(), &'static str> {
         self.enter_with(who, true)
@@ -455,16 +486,8 @@ impl Limits {
             callers.retain(|_, c| c.running > 0);
         }
         let c = callers.entry(who.to_string()).or_default();
-        if self.rate > 0 && local_rate {
-            let now = Instant::now();
-            let cap = f64::from(self.rate);
-            let elapsed = c.refilled.map_or(cap, |t| (now - t).as_secs_f64() * cap);
-            c.tokens = (c.tokens + elapsed).min(cap);
-            c.refilled = Some(now);
-            if c.tokens < 1.0 {
-                return Err("rate");
-            }
-            c.tokens -= 1.0;
+        if self.rate > 0 && local_rate && !c.take(self.rate) {
+            return Err("rate");
         }
         if c.running >= self.max_concurrent {
             return Err("concurrency");
@@ -506,7 +529,7 @@ async fn one_plain_host(
 /// with `Retry-After` when over.
 async fn limit(
     axum::extract::State(limits): axum::extract::State<Arc<Limits>>,
-    req: axum::extract::Request,
+    mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let who = match req.extensions().get::<Principal>() {
@@ -535,6 +558,15 @@ async fn limit(
     }
     // Given back when the request ends, also when it is dropped mid-way (the client went away):
     // otherwise each cancelled request would keep a place for good.
+    // A batch's further items each take a token of this caller's bucket, as calls of their own.
+    let gate = {
+        let (limits, who) = (Arc::clone(&limits), who.clone());
+        super::call::ItemGate::new(move || {
+            let (limits, who) = (Arc::clone(&limits), who.clone());
+            Box::pin(async move { limits.take_token(&who).await })
+        })
+    };
+    req.extensions_mut().insert(gate);
     let _place = Place {
         limits: &limits,
         who,

@@ -49,7 +49,7 @@ use crate::runtime::idempotency::IdempotencyStore;
 use crate::runtime::{Gateway, Options, Scope};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -68,6 +68,9 @@ pub mod codes {
     /// The upstream's live definition of the tool differs from the compiled one (the drift
     /// gate): the call was not forwarded.
     pub const UPSTREAM_TOOL_CHANGED: &str = "UPSTREAM_TOOL_CHANGED";
+    /// A batch item over the caller's requests per second (each item counts as one request):
+    /// not run.
+    pub const RATE_LIMITED: &str = "RATE_LIMITED";
 }
 
 /// Why a server could not be set up.
@@ -104,6 +107,10 @@ pub struct ServeOptions {
     pub observer: observe::Observer,
     /// What to do with a tool an upstream changed after the build (`--drift`).
     pub drift: drift::DriftMode,
+    /// How long clients may keep `tools/list` and help answers (`ttlMs`); unset: a day over
+    /// stdio (the session ends with this process, and the registry cannot change before), an
+    /// hour over HTTP (a deploy may bring a new registry behind the same address).
+    pub list_ttl_ms: Option<u64>,
 }
 
 /// The idempotency store `--idempotency` names: `memory` (the runtime's default, this process
@@ -154,6 +161,8 @@ struct Inner {
     observer: observe::Observer,
     /// op -> the upstream that serves it.
     upstream_of: std::collections::HashMap<String, String>,
+    /// `ServeOptions::list_ttl_ms`.
+    list_ttl_ms: Option<u64>,
     /// One view per distinct set of `[access]` scopes seen, built on first use.
     views: std::sync::Mutex<std::collections::HashMap<Vec<String>, Arc<View>>>,
 }
@@ -302,6 +311,7 @@ impl Server {
                 pool,
                 observer: options.observer,
                 upstream_of,
+                list_ttl_ms: options.list_ttl_ms,
                 views: Default::default(),
             }),
         })
@@ -355,7 +365,7 @@ impl Server {
             .cloned()
             .collect();
         let hide = visibility::Visibility::new(reg, &allowed);
-        let gateway_tools = [&reg.gateway.help, &reg.gateway.exec, &reg.gateway.search];
+        let gateway_tools = reg.gateway.all();
         let tools: Vec<Tool> = self
             .inner
             .full
@@ -363,7 +373,7 @@ impl Server {
             .iter()
             .filter(|t| {
                 let name = t.name.as_ref();
-                gateway_tools.iter().any(|g| g.as_str() == name)
+                gateway_tools.contains(&name)
                     || reg
                         .op_by_tool_name(name)
                         .is_some_and(|r| allowed.contains(&r.op))
@@ -386,6 +396,22 @@ impl Server {
         });
         views.insert(key, Arc::clone(&view));
         view
+    }
+
+    /// How long a list or help answer holds, and whether it varies by caller: a compiled
+    /// registry cannot change while this process runs; answers are `public` unless `[access]`
+    /// makes them depend on who asks.
+    pub fn cache_hints(&self, over_http: bool) -> (u64, rmcp::model::CacheScope) {
+        let ttl = self
+            .inner
+            .list_ttl_ms
+            .unwrap_or(if over_http { 3_600_000 } else { 86_400_000 });
+        let scope = if self.inner.gateway.registry().access.is_empty() {
+            rmcp::model::CacheScope::Public
+        } else {
+            rmcp::model::CacheScope::Private
+        };
+        (ttl, scope)
     }
 
     /// The upstream sessions (to start them eagerly or stop them all).
@@ -440,6 +466,9 @@ impl ServerHandler for Server {
         meta.0
             .insert("toolreg/registry_version".into(), json!(self.inner.version));
         result.meta = Some(meta);
+        let (ttl_ms, scope) = self.cache_hints(over_http(&context));
+        result.ttl_ms = Some(ttl_ms);
+        result.cache_scope = Some(scope);
         Ok(result)
     }
 
@@ -449,7 +478,31 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let principal = principal_of(&context);
-        let call = self.call_as(&request.name, request.arguments, principal.as_ref());
+        // Operation events as progress notifications, when the client sent a progress token.
+        let progress = context.meta.get_progress_token();
+        if let Some(token) = &progress {
+            if let Some(op) = self.starting(
+                &request.name,
+                request.arguments.as_ref(),
+                principal.as_ref(),
+            ) {
+                let note = ProgressNotificationParam::new(token.clone(), 0.0)
+                    .with_total(1.0)
+                    .with_message(op.describe());
+                let _ = context.peer.notify_progress(note).await;
+            }
+        }
+        let gate = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<call::ItemGate>())
+            .cloned();
+        let call = self.call_gated(
+            &request.name,
+            request.arguments,
+            principal.as_ref(),
+            gate.as_ref(),
+        );
         // A stdio client can be asked, during its call, what an upstream asks back (sampling,
         // elicitation); the HTTP transport answers with JSON only and has no way back.
         let answer = if over_http(&context) {
@@ -459,6 +512,14 @@ impl ServerHandler for Server {
                 .scope(context.peer.clone(), call)
                 .await
         };
+        if let (Some(token), Ok(r)) = (&progress, &answer) {
+            if let Some(op) = call::operation_of(r) {
+                let note = ProgressNotificationParam::new(token.clone(), 1.0)
+                    .with_total(1.0)
+                    .with_message(op.describe());
+                let _ = context.peer.notify_progress(note).await;
+            }
+        }
         answer.map(CallToolResponse::from)
     }
 }

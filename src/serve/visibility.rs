@@ -69,7 +69,9 @@ impl Visibility {
 
     /// Whether a help path or op names something hidden (or lies under a hidden path).
     pub fn hides_path(&self, path: &str) -> bool {
+        // A later page of a directory (`group@2`) is hidden with the directory.
         let path = path.trim();
+        let path = path.split('@').next().unwrap_or(path);
         self.hides(path)
             || path
                 .match_indices('.')

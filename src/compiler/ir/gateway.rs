@@ -16,11 +16,14 @@ pub(super) fn check_gateway_names(
     diags: &mut Diagnostics,
 ) {
     let g = &lo.overlay.gateway;
-    let entries = [
+    let mut entries = vec![
         ("help", &names.help, &g.help),
         ("exec", &names.exec, &g.exec),
         ("search", &names.search, &g.search),
     ];
+    if let Some(batch) = &names.batch {
+        entries.push(("batch", batch, &g.batch_name));
+    }
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     for (role, name, spanned) in entries {
         let loc = spanned
@@ -69,7 +72,7 @@ pub(super) fn gateway_names(
         .filter(|r| !third_party.contains(&r.op))
         .flat_map(|r| [r.tool_name.as_str(), r.provider_name.as_str()])
         .collect();
-    let mut chosen: BTreeSet<String> = [&g.help, &g.exec, &g.search]
+    let mut chosen: BTreeSet<String> = [&g.help, &g.exec, &g.search, &g.batch_name]
         .into_iter()
         .flatten()
         .map(|s| s.get_ref().clone())
@@ -115,6 +118,8 @@ pub(super) fn gateway_names(
         help: pick("help", &g.help, d.help),
         exec: pick("exec", &g.exec, d.exec),
         search: pick("search", &g.search, d.search),
+        batch: (g.batch || g.batch_name.is_some())
+            .then(|| pick("batch", &g.batch_name, "tool_batch".to_string())),
     }
 }
 
@@ -128,14 +133,14 @@ pub(super) fn yield_gateway_names(
     loaded: &Loaded,
     diags: &mut Diagnostics,
 ) {
-    let names = [&gateway.help, &gateway.exec, &gateway.search];
+    let names = gateway.all();
     let mut used: BTreeSet<String> = ops.values().map(|r| r.provider_name.clone()).collect();
     used.extend(names.iter().map(|n| n.to_string()));
     for op in third_party {
         let Some(r) = ops.get_mut(op) else { continue };
         if !names
             .iter()
-            .any(|n| **n == r.provider_name || **n == r.tool_name)
+            .any(|n| *n == r.provider_name || *n == r.tool_name)
         {
             continue;
         }

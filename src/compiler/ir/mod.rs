@@ -19,7 +19,7 @@ use crate::compiler::load::Loaded;
 use crate::compiler::overlay::{LoadedOverlay, Overlay};
 use crate::compiler::policy;
 use crate::compiler::Tool;
-use crate::diag::Diagnostics;
+use crate::diag::{Code, Diagnostic, Diagnostics};
 use crate::registry::{
     Budgets, Counts, EntityNode, GroupNode, Kind, OpRecord, Origin, Policy, Profile, Registry,
     Source, FORMAT_VERSION, GENERATOR,
@@ -176,6 +176,26 @@ fn op_record(
     });
     let examples = op_examples(&class.op, &t.raw.parameters, ov, lo, params_loc, diags);
     let arg_aliases = arg_aliases(&class.op, &args, ov, overlay, lo, diags);
+    let display = ov.and_then(|o| o.display.as_ref()).and_then(|d| {
+        match crate::model::operation::check_display(d.get_ref(), &t.raw.parameters) {
+            Ok(()) => Some(d.get_ref().clone()),
+            Err(why) => {
+                diags.push(
+                    Diagnostic::new(
+                        Code::OverlayInvalid,
+                        format!(
+                            "[ops.\"{}\"] display = `{}`: {why}",
+                            class.op,
+                            crate::diag::escape_controls(d.get_ref())
+                        ),
+                    )
+                    .at(lo.loc(d.span()))
+                    .help("name where the entity's display name lives, e.g. display = \"args.title\" or \"result.name\""),
+                );
+                None
+            }
+        }
+    });
     Some(OpRecord {
         op: class.op,
         tool_name: t.raw.name,
@@ -207,6 +227,7 @@ fn op_record(
                     .collect()
             })
             .unwrap_or_default(),
+        display,
         args,
         required_args,
         id_args,

@@ -322,6 +322,61 @@ impl Op {
             Op::WorkspaceSummaryGet => false,
         }
     }
+
+    /// What a UI shows for a call of this op (seed 002 §6.4).
+    pub fn operation(self) -> Operation {
+        match self {
+            Op::CacheRequirementWrite => Operation { action: "create", entity_type: "requirement", display: Some("args.name") },
+            Op::CitationDocumentCreate => Operation { action: "create", entity_type: "document", display: None },
+            Op::CitationGet => Operation { action: "read", entity_type: "citation", display: None },
+            Op::CitationSourceList => Operation { action: "list", entity_type: "source", display: None },
+            Op::CitationWebCreate => Operation { action: "create", entity_type: "web", display: Some("args.title") },
+            Op::DocumentChunkSplit => Operation { action: "read", entity_type: "chunk", display: None },
+            Op::DocumentEntityExtractMentions => Operation { action: "read", entity_type: "entity", display: None },
+            Op::DocumentRequirementAssessGobd => Operation { action: "read", entity_type: "requirement", display: None },
+            Op::DocumentRequirementIdentifyCandidates => Operation { action: "read", entity_type: "requirement", display: None },
+            Op::DocumentTextExtract => Operation { action: "read", entity_type: "text", display: None },
+            Op::GraphBusinessObjectResolve => Operation { action: "read", entity_type: "business object", display: None },
+            Op::GraphCypherExecute => Operation { action: "other", entity_type: "cypher", display: None },
+            Op::GraphEntityRelationshipsGet => Operation { action: "read", entity_type: "entity", display: None },
+            Op::GraphFulfillmentCreate => Operation { action: "create", entity_type: "fulfillment", display: None },
+            Op::GraphMessageResolve => Operation { action: "read", entity_type: "message", display: None },
+            Op::GraphRequirementCheckDuplicates => Operation { action: "read", entity_type: "requirement", display: None },
+            Op::GraphRequirementCreate => Operation { action: "create", entity_type: "requirement", display: Some("args.name") },
+            Op::GraphRequirementFindSimilar => Operation { action: "search", entity_type: "requirement", display: None },
+            Op::GraphRequirementGenerateId => Operation { action: "other", entity_type: "requirement", display: None },
+            Op::GraphSchemaGet => Operation { action: "read", entity_type: "schema", display: None },
+            Op::GraphSchemaValidate => Operation { action: "read", entity_type: "schema", display: None },
+            Op::GraphStatisticsCount => Operation { action: "read", entity_type: "statistics", display: None },
+            Op::JobComplete => Operation { action: "update", entity_type: "job", display: Some("args.summary") },
+            Op::SearchRequirementSimilar => Operation { action: "read", entity_type: "requirement", display: None },
+            Op::SearchWebQuery => Operation { action: "search", entity_type: "web", display: None },
+            Op::TodoItemAdd => Operation { action: "create", entity_type: "item", display: None },
+            Op::TodoItemComplete => Operation { action: "update", entity_type: "item", display: None },
+            Op::TodoItemList => Operation { action: "list", entity_type: "item", display: None },
+            Op::TodoItemNext => Operation { action: "read", entity_type: "item", display: None },
+            Op::TodoItemStart => Operation { action: "create", entity_type: "item", display: None },
+            Op::TodoListArchiveAndReset => Operation { action: "update", entity_type: "list", display: None },
+            Op::TodoProgressGet => Operation { action: "read", entity_type: "progress", display: None },
+            Op::WorkspaceFileAppend => Operation { action: "other", entity_type: "file", display: None },
+            Op::WorkspaceFileDelete => Operation { action: "delete", entity_type: "file", display: None },
+            Op::WorkspaceFileExists => Operation { action: "read", entity_type: "file", display: None },
+            Op::WorkspaceFileList => Operation { action: "list", entity_type: "file", display: None },
+            Op::WorkspaceFileRead => Operation { action: "read", entity_type: "file", display: None },
+            Op::WorkspaceFileSearch => Operation { action: "search", entity_type: "file", display: None },
+            Op::WorkspaceFileWrite => Operation { action: "create", entity_type: "file", display: None },
+            Op::WorkspaceSummaryGet => Operation { action: "read", entity_type: "summary", display: None },
+        }
+    }
+}
+
+/// An op's operation event fields: action (list, search, read, create, update, delete,
+/// other), the entity in words, and where the display name lives (`args.title`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operation {
+    pub action: &'static str,
+    pub entity_type: &'static str,
+    pub display: Option<&'static str>,
 }
 
 /// An op name or tool name that is not in the registry.

@@ -612,6 +612,50 @@ export const OP_KIND: { readonly [O in Op]: "read" | "write" } = {
   "workspace.summary.get": "read",
 };
 
+/** What a UI shows for a call of each op (seed 002 §6.4): action, the entity in words, and where the display name lives. */
+export const OP_OPERATION: { readonly [O in Op]: { readonly action: "list" | "search" | "read" | "create" | "update" | "delete" | "other"; readonly entity_type: string; readonly display?: string } } = {
+  "cache.requirement.write": { action: "create", entity_type: "requirement", display: "args.name" },
+  "citation.document.create": { action: "create", entity_type: "document" },
+  "citation.get": { action: "read", entity_type: "citation" },
+  "citation.source.list": { action: "list", entity_type: "source" },
+  "citation.web.create": { action: "create", entity_type: "web", display: "args.title" },
+  "document.chunk.split": { action: "read", entity_type: "chunk" },
+  "document.entity.extract_mentions": { action: "read", entity_type: "entity" },
+  "document.requirement.assess_gobd": { action: "read", entity_type: "requirement" },
+  "document.requirement.identify_candidates": { action: "read", entity_type: "requirement" },
+  "document.text.extract": { action: "read", entity_type: "text" },
+  "graph.business_object.resolve": { action: "read", entity_type: "business object" },
+  "graph.cypher.execute": { action: "other", entity_type: "cypher" },
+  "graph.entity.relationships.get": { action: "read", entity_type: "entity" },
+  "graph.fulfillment.create": { action: "create", entity_type: "fulfillment" },
+  "graph.message.resolve": { action: "read", entity_type: "message" },
+  "graph.requirement.check_duplicates": { action: "read", entity_type: "requirement" },
+  "graph.requirement.create": { action: "create", entity_type: "requirement", display: "args.name" },
+  "graph.requirement.find_similar": { action: "search", entity_type: "requirement" },
+  "graph.requirement.generate_id": { action: "other", entity_type: "requirement" },
+  "graph.schema.get": { action: "read", entity_type: "schema" },
+  "graph.schema.validate": { action: "read", entity_type: "schema" },
+  "graph.statistics.count": { action: "read", entity_type: "statistics" },
+  "job.complete": { action: "update", entity_type: "job", display: "args.summary" },
+  "search.requirement.similar": { action: "read", entity_type: "requirement" },
+  "search.web.query": { action: "search", entity_type: "web" },
+  "todo.item.add": { action: "create", entity_type: "item" },
+  "todo.item.complete": { action: "update", entity_type: "item" },
+  "todo.item.list": { action: "list", entity_type: "item" },
+  "todo.item.next": { action: "read", entity_type: "item" },
+  "todo.item.start": { action: "create", entity_type: "item" },
+  "todo.list.archive_and_reset": { action: "update", entity_type: "list" },
+  "todo.progress.get": { action: "read", entity_type: "progress" },
+  "workspace.file.append": { action: "other", entity_type: "file" },
+  "workspace.file.delete": { action: "delete", entity_type: "file" },
+  "workspace.file.exists": { action: "read", entity_type: "file" },
+  "workspace.file.list": { action: "list", entity_type: "file" },
+  "workspace.file.read": { action: "read", entity_type: "file" },
+  "workspace.file.search": { action: "search", entity_type: "file" },
+  "workspace.file.write": { action: "create", entity_type: "file" },
+  "workspace.summary.get": { action: "read", entity_type: "summary" },
+};
+
 /** A typed exec call: the arguments must be those of the op. */
 export type ExecCall<O extends Op = Op> = {
   op: O;
