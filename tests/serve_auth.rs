@@ -697,6 +697,63 @@ async fn the_key_fetch_is_single_flight_bounded_and_https_only() {
     }
 }
 
+/// `registry`, with the batch tool offered (`[gateway] batch = true`).
+fn registry_with_batch(root: &Path) -> PathBuf {
+    let gen = registry(root);
+    let overlay = root.join("defs/toolreg.toml");
+    let mut text = std::fs::read_to_string(&overlay).unwrap();
+    text.push_str("\n[gateway]\nbatch = true\n");
+    std::fs::write(&overlay, text).unwrap();
+    let defs = root.join("defs");
+    let out = common::toolreg(
+        root,
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            gen.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    gen
+}
+
+/// Over HTTP each batch item after the first takes a token of the caller's bucket: past the
+/// rate, items answer RATE_LIMITED and do not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_items_count_against_the_rate_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gen = registry_with_batch(tmp.path());
+    let mut procs = Procs(Vec::new());
+    let url = serve(&mut procs, &gen, &["--rate-limit", "2"]);
+    let c = ()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url,
+        ))
+        .await
+        .unwrap();
+    // The handshake took tokens; a full bucket again after a second.
+    tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
+    let read = json!({"exec": {"op": "onto.task.list", "args": {}, "dry_run": true}});
+    let r = call(
+        &c,
+        "tool_batch",
+        json!({"items": [read, read, read, read], "stop_on_error": false}),
+    )
+    .await;
+    let items = r["structuredContent"]["items"].as_array().unwrap().clone();
+    let codes: Vec<&str> = items
+        .iter()
+        .map(|i| i["error"]["code"].as_str().unwrap_or("ok"))
+        .collect();
+    assert_eq!(
+        codes,
+        ["ok", "ok", "RATE_LIMITED", "RATE_LIMITED"],
+        "{items:?}"
+    );
+}
+
 /// Issue 38: a read-scoped caller's batch reaches no write by any item (by op, tool name or
 /// dry run), each item answers as the single call would for that caller, and the batch tool is
 /// in its list.
@@ -704,24 +761,7 @@ async fn the_key_fetch_is_single_flight_bounded_and_https_only() {
 async fn a_read_scoped_batch_reaches_no_write() {
     use toolreg::serve::{Principal, ServeOptions, Server, SurfaceChoice};
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
-    let gen = registry(root);
-    // The same catalog with the batch tool offered.
-    let overlay = root.join("defs/toolreg.toml");
-    let mut text = std::fs::read_to_string(&overlay).unwrap();
-    text.push_str("\n[gateway]\nbatch = true\n");
-    std::fs::write(&overlay, text).unwrap();
-    let out = common::toolreg(
-        root,
-        &[
-            "build",
-            "-d",
-            root.join("defs").to_str().unwrap(),
-            "--out",
-            gen.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", common::stderr(&out));
+    let gen = registry_with_batch(tmp.path());
     let server = Server::load_with(
         &gen,
         &SurfaceChoice::Gateway,
