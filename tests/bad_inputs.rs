@@ -199,14 +199,15 @@ fn generated_cases() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
 
-    // A 5 MB description: a warning, not a crash, and the build still succeeds.
+    // A 5 MB description (more than any model's context): refused with its size (TR045), not a
+    // crash; the text is cut before anything else reads it.
     let huge = root.join("huge_description");
     std::fs::create_dir(&huge).unwrap();
     std::fs::write(huge.join("toolreg.toml"), overlay()).unwrap();
     let desc = "List widgets. ".repeat(5 * 1024 * 1024 / 14);
     let tools = serde_json::json!([{"type": "function", "function": {"name": "list_widgets", "description": desc, "parameters": {"type": "object", "properties": {}}}}]);
     std::fs::write(huge.join("tools.json"), serde_json::to_vec(&tools).unwrap()).unwrap();
-    run_case(root, "huge_description", 0, &["TR009"], root);
+    run_case(root, "huge_description", 1, &["TR045"], root);
 
     // Non-UTF-8 bytes on line 3.
     let bytes = root.join("non_utf8");
@@ -439,4 +440,56 @@ fn a_schema_with_100000_properties_builds_with_bounded_outputs() {
     let out = String::from_utf8_lossy(&exec.stdout);
     assert!(out.contains("VALIDATION_ERROR"), "{out}");
     assert!(out.len() < 16 * 1024, "an envelope of {} bytes", out.len());
+}
+
+/// Issue 35 (a low): a 100 MB description took a build 27 s and 1.7 GB. It is refused (TR045)
+/// and cut before anything reads it, in bounded time and memory, and the same in a third-party
+/// file quarantines only that tool.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_100_mb_description_is_refused_in_bounded_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = dir.path().join("huge");
+    std::fs::create_dir(&defs).unwrap();
+    let huge = format!("Lists tasks. {}", "word ".repeat(20_000_000));
+    let tools = serde_json::json!([
+        {"type": "function", "function": {"name": "list_tasks", "description": huge,
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}},
+        {"type": "function", "function": {"name": "get_task", "description": "Get a task.",
+            "parameters": {"type": "object", "properties": {"task_id": {"type": "string"}},
+                "required": ["task_id"], "additionalProperties": false}}}
+    ]);
+    std::fs::write(defs.join("tools.json"), serde_json::to_vec(&tools).unwrap()).unwrap();
+    let (build, peak_mb, took_ms) = common::run_measured(
+        dir.path(),
+        &["build", "--definitions", "huge", "--out", "out"],
+    );
+    let err = stderr(&build);
+    assert_eq!(build.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error[TR045]") && err.contains("100000013 characters"),
+        "{err}"
+    );
+    assert!(err.contains("tools.json:"), "{err}");
+    assert!(!dir.path().join("out").exists());
+    // Loose bounds (a debug build on a shared machine): the file is 100 MB.
+    assert!(took_ms < 30_000, "{took_ms} ms");
+    assert!(peak_mb < 900, "{peak_mb} MB");
+
+    // Third-party: the tool is quarantined and the rest builds.
+    std::fs::write(
+        defs.join("toolreg.toml"),
+        "[sources]\nthird_party = [\"tools.json\"]\n",
+    )
+    .unwrap();
+    let (build, _, _) = common::run_measured(
+        dir.path(),
+        &["build", "--definitions", "huge", "--out", "out"],
+    );
+    let err = stderr(&build);
+    assert_eq!(build.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("[TR081]") && err.contains("list_tasks"),
+        "{err}"
+    );
 }

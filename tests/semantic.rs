@@ -336,48 +336,6 @@ fn a_sentence_transformer_folder_is_a_second_encoder() {
     assert_eq!(VectorFile::parse(&after).unwrap(), file);
 }
 
-/// Peak memory (VmHWM) of a child, sampled until it exits, and how long it ran.
-#[cfg(target_os = "linux")]
-fn run_measured(cwd: &std::path::Path, args: &[&str]) -> (std::process::Output, u64, u128) {
-    let started = std::time::Instant::now();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args(args)
-        .current_dir(cwd)
-        .env("TOOLREG_APPROVALS", common::no_approvals())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = format!("/proc/{}/status", child.id());
-    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let sampler = {
-        let peak = std::sync::Arc::clone(&peak);
-        std::thread::spawn(move || {
-            while let Ok(s) = std::fs::read_to_string(&status) {
-                if let Some(kb) = s
-                    .lines()
-                    .find_map(|l| l.strip_prefix("VmHWM:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-                {
-                    peak.fetch_max(kb, std::sync::atomic::Ordering::Relaxed);
-                }
-                if s.contains("State:\tZ") {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        })
-    };
-    let out = child.wait_with_output().unwrap();
-    let took = started.elapsed().as_millis();
-    sampler.join().unwrap();
-    (
-        out,
-        peak.load(std::sync::atomic::Ordering::Relaxed) / 1024,
-        took,
-    )
-}
-
 /// Issue 25, item 1: a model folder is input. A sparse 5 GB weights file, a link to /dev/zero,
 /// a FIFO, a header that lies about its size, absurd tensor shapes and a config with zero
 /// heads are each refused with TR072 naming the file or field, at once, in bounded memory, and
@@ -481,7 +439,7 @@ fn hostile_model_folders_are_refused_at_once() {
             "out-{}",
             dir.file_name().unwrap().to_string_lossy()
         ));
-        let (run, peak_mb, took_ms) = run_measured(
+        let (run, peak_mb, took_ms) = common::run_measured(
             work.path(),
             &[
                 "build",

@@ -145,6 +145,27 @@ async fn oauth_tokens_from_a_real_provider_decide_who_sees_and_runs_what() {
     .unwrap();
     assert_eq!(meta["resource"], RESOURCE);
     assert_eq!(meta["authorization_servers"], json!([issuer]));
+    // Published under another path by a proxy: the metadata is where the 401 says (RFC 9728
+    // §3.1, the resource's path after the well-known one), not only at the default path.
+    let proxied = "http://tools.test/gw/mcp";
+    let behind = serve(
+        &mut procs,
+        &gen,
+        &["--oauth-issuer", &issuer, "--resource-url", proxied],
+    );
+    let (status, header) = raw_list(&behind, None).await;
+    assert_eq!(status, 401);
+    assert!(
+        header.contains("/.well-known/oauth-protected-resource/gw/mcp\""),
+        "{header}"
+    );
+    let at = format!(
+        "{}/.well-known/oauth-protected-resource/gw/mcp",
+        behind.trim_end_matches("/mcp")
+    );
+    let moved: Value =
+        serde_json::from_slice(&reqwest::get(&at).await.unwrap().bytes().await.unwrap()).unwrap();
+    assert_eq!(moved["resource"], proxied);
     assert_eq!(
         meta["scopes_supported"],
         json!(["tools:read", "tools:write"])
@@ -511,6 +532,11 @@ async fn a_hidden_op_answers_exactly_as_one_that_does_not_exist() {
         "onto.risks.update",
         "ONTO.RISK.UPDATE",
         "onto.risk.updat",
+        // The directories it would be listed in, and their next steps.
+        "onto.risk.write",
+        "onto.risk",
+        "onto",
+        "root",
     ] {
         for (tool, args) in [
             ("tool_help", json!({"path": name})),
@@ -544,7 +570,7 @@ async fn a_hidden_op_answers_exactly_as_one_that_does_not_exist() {
             compared += 1;
         }
     }
-    assert_eq!(compared, 25);
+    assert_eq!(compared, 45);
 }
 
 /// A loopback issuer for the key-fetch tests: discovery, an empty JWKS (each fetch counted), a

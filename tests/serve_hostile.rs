@@ -340,13 +340,13 @@ fn import_leaves_out_tools_with_unusable_names() {
     ]);
     let said = common::stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("imported 7 tools"), "{said}");
+    assert!(said.contains("imported 9 tools"), "{said}");
     assert_eq!(
         said.matches("left out of the snapshot").count(),
         4,
         "{said}"
     );
-    assert!(said.contains("at /tools/7/name"), "{said}");
+    assert!(said.contains("at /tools/9/name"), "{said}");
     assert!(said.contains("clear\\u{1b}[2J"), "{said}");
     assert!(said.contains("read\\u{e0049}"), "{said}");
     assert!(said.contains("5000 characters"), "{said}");
@@ -759,4 +759,91 @@ async fn non_json_lines_from_an_upstream_are_logged() {
         assert!(Instant::now() < deadline, "no log line: {log}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Issue 35, a low and one left from before: the metrics listener is bounded like the MCP one
+/// (a peer's fifth connection is closed at once), and a body that is not one JSON-RPC message
+/// gets the JSON-RPC error with HTTP 400, not the SDK's "415 Unsupported Media Type".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_bounded_and_bad_bodies_get_json_rpc_errors() {
+    use std::io::Read;
+    let tmp = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{port}");
+    let (served, _reg) = start_with(tmp.path(), &["--metrics", &metrics]);
+    let held: Vec<std::net::TcpStream> = (0..4)
+        .map(|_| std::net::TcpStream::connect(&metrics).unwrap())
+        .collect();
+    let mut fifth = std::net::TcpStream::connect(&metrics).unwrap();
+    fifth
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    assert!(
+        matches!(fifth.read(&mut byte), Ok(0) | Err(_)),
+        "a fifth metrics connection from one peer was kept"
+    );
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let scraped = reqwest::get(format!("http://{metrics}/metrics"))
+        .await
+        .unwrap();
+    assert_eq!(scraped.status(), 200);
+
+    let http = reqwest::Client::new();
+    let post = |body: String| {
+        http.post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+    };
+    let deep = format!("{}{}", "[".repeat(500), "]".repeat(500));
+    for (body, code) in [
+        ("{\"jsonrpc\": \"2.0\", \"id\": 1,".to_string(), -32700),
+        (deep, -32700),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#.to_string(),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":3,"nothing":true}"#.to_string(),
+            -32600,
+        ),
+    ] {
+        let r = post(body.clone()).await.unwrap();
+        assert_eq!(r.status(), 400, "{}", &body[..body.len().min(60)]);
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(v["jsonrpc"], "2.0");
+        assert_eq!(v["error"]["code"], code, "{v}");
+    }
+    // A good request still goes through.
+    let c = client(&served.url).await;
+    assert_eq!(c.list_tools(None).await.unwrap().tools.len(), 3);
+}
+
+/// Issue 35, left from before: an upstream that answers a call with something that is no tool
+/// result is reported as such (UPSTREAM_MALFORMED), and its session, which is alive, is kept:
+/// it was reported UPSTREAM_UNAVAILABLE and torn down, so the next call started a new process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_result_is_named_and_the_session_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (served, reg) = start_with(tmp.path(), &[]);
+    let c = client(&served.url).await;
+    let count = op_of(&reg, "count");
+    let first = exec(&c, &count).await;
+    assert_eq!(first["content"][0]["text"], "1", "{first}");
+    let bad = exec(&c, &op_of(&reg, "malformed")).await;
+    assert_eq!(bad["isError"], true, "{bad}");
+    assert_eq!(
+        bad["structuredContent"]["error"]["code"], "UPSTREAM_MALFORMED",
+        "{bad}"
+    );
+    // The same process answers the next call: its third.
+    let again = exec(&c, &count).await;
+    assert_eq!(again["content"][0]["text"], "3", "{again}");
 }

@@ -347,6 +347,12 @@ fn looks_like_tool(obj: &Map<String, Value>) -> bool {
 
 const SHAPES_HELP: &str = "accepted shapes: OpenAI `{\"type\":\"function\",\"function\":{\"name\",\"description\",\"parameters\"}}`, MCP `{\"name\",\"description\",\"inputSchema\"}`, Anthropic `{\"name\",\"description\",\"input_schema\"}`";
 
+/// The longest description a tool may have (characters).
+pub const MAX_DESCRIPTION_CHARS: usize = 1_000_000;
+
+/// The largest parameters schema a tool may have (bytes of compact JSON).
+pub const MAX_SCHEMA_BYTES: usize = 8 << 20;
+
 fn read_entry(
     loaded: &Loaded,
     file: usize,
@@ -488,6 +494,25 @@ fn read_entry(
             return None;
         }
     };
+    // Text past these sizes is no tool a model could read: refused, and cut here so nothing
+    // after this (lint, summaries, token counts) pays for it (a 100 MB description took a build
+    // to 27 s and 1.7 GB).
+    let chars = description.chars().count();
+    let description = if chars > MAX_DESCRIPTION_CHARS {
+        diags.push(
+            Diagnostic::new(
+                Code::ToolTooLarge,
+                format!(
+                    "description of tool `{name}` is {chars} characters, over the limit of {MAX_DESCRIPTION_CHARS}"
+                ),
+            )
+            .at(at(&format!("{body_ptr}/description")))
+            .help("no model reads that much: shorten it; a third-party tool is quarantined"),
+        );
+        crate::text::clip_chars(&description, LONG_DESCRIPTION_CHARS).to_string()
+    } else {
+        description
+    };
     if description.trim().is_empty() {
         diags.push(
             Diagnostic::new(Code::MissingDescription, format!("tool `{name}` has no description"))
@@ -523,7 +548,24 @@ fn read_entry(
             );
             serde_json::json!({"type": "object", "properties": {}})
         }
-        Some(v @ Value::Object(_)) => v,
+        Some(v @ Value::Object(_)) => {
+            let bytes = serde_json::to_string(&v).map_or(0, |t| t.len());
+            if bytes > MAX_SCHEMA_BYTES {
+                diags.push(
+                    Diagnostic::new(
+                        Code::ToolTooLarge,
+                        format!(
+                            "`{schema_key}` of tool `{name}` is {bytes} bytes of JSON, over the limit of {MAX_SCHEMA_BYTES}"
+                        ),
+                    )
+                    .at(at(&parameters_pointer))
+                    .help("no model reads that much: shorten its descriptions and enums; a third-party tool is quarantined"),
+                );
+                serde_json::json!({"type": "object", "properties": {}})
+            } else {
+                v
+            }
+        }
         Some(other) => {
             diags.push(
                 Diagnostic::new(

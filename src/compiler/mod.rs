@@ -155,6 +155,7 @@ struct ToolPlace {
 const QUARANTINABLE: &[diag::Code] = &[
     diag::Code::EntryShape,
     diag::Code::EntryField,
+    diag::Code::ToolTooLarge,
     diag::Code::DuplicateToolName,
     diag::Code::ProviderNameCollision,
     diag::Code::ControlCharacters,
@@ -281,6 +282,30 @@ fn compile_pass(
     if !excluded.is_empty() {
         raw_tools
             .retain(|t| !excluded.contains(&(loaded.files[t.file].rel.clone(), t.pointer.clone())));
+        // What reading found inside a held tool (an oversized description) is the quarantine's
+        // to report, not this pass's.
+        let held: Vec<(&str, &str)> = excluded
+            .iter()
+            .filter_map(|(rel, ptr)| {
+                let f = loaded.files.iter().find(|f| &f.rel == rel)?;
+                Some((f.display.as_str(), ptr.as_str()))
+            })
+            .collect();
+        let inside = |d: &Diagnostic| {
+            d.location.as_ref().is_some_and(|l| {
+                let ptr = l.pointer.as_deref().unwrap_or_default();
+                held.iter().any(|(file, p)| {
+                    l.file == *file
+                        && (ptr == *p || ptr.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
+                })
+            })
+        };
+        let kept: Vec<Diagnostic> = std::mem::take(&mut diags)
+            .into_vec()
+            .into_iter()
+            .filter(|d| !inside(d))
+            .collect();
+        diags = kept.into();
     }
     // Which files are third-party, decided once for the quarantine and for lint.
     let third_party_file: Vec<bool> = loaded

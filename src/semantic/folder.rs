@@ -325,7 +325,8 @@ fn layout(dir: &Path) -> Result<Layout, String> {
             .ok_or_else(|| format!("`{}` is not a list of modules", modules.display()))?;
         for module in list {
             let kind = module["type"].as_str().unwrap_or_default();
-            let path = dir.join(module["path"].as_str().unwrap_or_default());
+            let path = module_path(dir, module["path"].as_str().unwrap_or_default())
+                .map_err(|why| format!("`{}`: {why}", modules.display()))?;
             match kind.rsplit('.').next().unwrap_or_default() {
                 "Transformer" if transformer.is_none() => transformer = Some(path),
                 // A second Pooling module writes another output (e.g. `query_embedding`);
@@ -575,6 +576,34 @@ impl Encoder for Folder {
     }
 }
 
+/// A module's folder as `modules.json` names it: a relative path inside the model folder. A
+/// path with `..`, a root or a link out of the folder is refused: a downloaded model's listing
+/// must not make the encoder read files elsewhere.
+fn module_path(dir: &Path, rel: &str) -> Result<PathBuf, String> {
+    let inside = Path::new(rel).components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    });
+    let refuse = || {
+        format!(
+            "the module path `{}` reaches outside the model folder",
+            crate::diag::escape_controls(rel)
+        )
+    };
+    if !inside {
+        return Err(refuse());
+    }
+    let path = dir.join(rel);
+    if let (Ok(real), Ok(base)) = (path.canonicalize(), dir.canonicalize()) {
+        if !real.starts_with(&base) {
+            return Err(refuse());
+        }
+    }
+    Ok(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,6 +727,33 @@ mod tests {
                 {"path":"2_Dense","type":"sentence_transformers.models.Dense"}]"#,
         );
         assert!(error(dir).contains("`sentence_transformers.models.Dense` module"));
+        // Issue 35 (left from before): module paths stay inside the model folder.
+        for outside in ["../elsewhere", "/etc", "1_Pooling/../../x"] {
+            write(
+                dir,
+                "modules.json",
+                &format!(
+                    r#"[{{"path":"","type":"sentence_transformers.models.Transformer"}},
+                        {{"path":"{outside}","type":"sentence_transformers.models.Pooling"}}]"#
+                ),
+            );
+            assert!(
+                error(dir).contains("reaches outside the model folder"),
+                "{outside}"
+            );
+        }
+        #[cfg(unix)]
+        {
+            let out = tempfile::tempdir().unwrap();
+            std::os::unix::fs::symlink(out.path(), dir.join("linked")).unwrap();
+            write(
+                dir,
+                "modules.json",
+                r#"[{"path":"","type":"sentence_transformers.models.Transformer"},
+                    {"path":"linked","type":"sentence_transformers.models.Pooling"}]"#,
+            );
+            assert!(error(dir).contains("reaches outside the model folder"));
+        }
         write(
             dir,
             "modules.json",

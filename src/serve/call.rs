@@ -276,20 +276,24 @@ impl Server {
             .insert("toolreg/cache".into(), cache);
     }
 
-    /// A help page as `view` may see it: a hidden op or path is an unknown path, and pages
-    /// lose every mention of what is hidden.
+    /// A help page as `view` may see it: served from pages built over only the ops it may
+    /// use (built on its first help call), so every page, its counts, paging and next steps
+    /// read as in a catalog without the hidden ops; what visible text still names of them is
+    /// scrubbed. An unknown path's answer echoes what was asked as sent (scrubbing the echo
+    /// would tell a hidden name from an invented one).
     fn help_for(&self, view: &View, req: &HelpRequest) -> Value {
         let gw = &self.inner.gateway;
         let Some(hide) = &view.hide else {
             return Value::clone(&gw.help(req));
         };
-        let mut page = Value::clone(&gw.help(req));
-        let served = page.get("path").and_then(Value::as_str).unwrap_or_default();
-        if page.get("error").is_some() || hide.hides_path(served) {
-            // A hidden path answers exactly as an unknown one: the closest paths come from
-            // what this caller sees, for both, and the page echoes what was asked unscrubbed
-            // (scrubbing the echo would tell a hidden name from an invented one).
-            let mut page = gw.help_unknown_among(&req.path, &|p| !hide.hides_path(p));
+        let own = view
+            .help
+            .get_or_init(|| super::visibility::view_gateway(gw.registry(), &view.allowed));
+        let mut page = match own {
+            Some(g) => Value::clone(&g.help(req)),
+            None => gw.help_unknown_among(&req.path, &|p| !hide.hides_path(p)),
+        };
+        if page.get("error").is_some() {
             if let Some(groups) = page.get_mut("groups") {
                 hide.scrub(groups);
             }
@@ -472,6 +476,7 @@ const KNOWN_CODES: &[&str] = &[
     super::codes::UPSTREAM_UNAVAILABLE,
     super::codes::UPSTREAM_TIMEOUT,
     super::codes::UPSTREAM_TOO_LARGE,
+    super::codes::UPSTREAM_MALFORMED,
     super::codes::UPSTREAM_TOOL_CHANGED,
     super::codes::RATE_LIMITED,
     crate::runtime::codes::SKIPPED,

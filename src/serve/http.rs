@@ -9,16 +9,16 @@
 //! at once), idle connections closed, request bodies capped (rmcp, 4 MiB), per-principal
 //! concurrency and rate limits, and a stop that takes at most 2 s after SIGTERM.
 
-use super::auth::{self, Auth, Principal};
+use super::auth::{self, Auth};
+use super::limits::{limit, Limits};
 use super::{stop_signal, Server};
-use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The path of the MCP endpoint.
 pub const ENDPOINT: &str = "/mcp";
@@ -160,33 +160,47 @@ pub async fn run_http(
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    let limits = Arc::new(Limits {
-        shared: options.shared_rate.clone(),
-        ..Limits::new(options.max_concurrent, options.rate_per_sec)
-    });
+    let limits = Arc::new(
+        Limits::new(options.max_concurrent, options.rate_per_sec)
+            .with_shared(options.shared_rate.clone()),
+    );
     fn mcp_routes<S: Clone + Send + Sync + 'static>(
         service: StreamableHttpService<Server, NeverSessionManager>,
         limits: Arc<Limits>,
     ) -> axum::Router<S> {
         axum::Router::new()
             .route_service(ENDPOINT, service)
+            .layer(axum::middleware::from_fn(super::jsonrpc::guard))
             .layer(axum::middleware::from_fn_with_state(limits, limit))
             .layer(axum::middleware::from_fn(one_plain_host))
     }
     let router = match options.auth {
         Some(a) => {
+            // RFC 9728 §3.1: the metadata lives at the well-known path with the resource's own
+            // path appended (`/.well-known/oauth-protected-resource/gw/mcp` for a resource
+            // published at `https://host/gw/mcp` by a proxy), which is what the 401's
+            // `resource_metadata` names; also at the bare path and under this server's path.
+            let mut paths = vec![
+                auth::METADATA_PATH.to_string(),
+                format!("{}{ENDPOINT}", auth::METADATA_PATH),
+            ];
+            let named = a.metadata_url();
+            if let Some(path) = url::Url::parse(&named).ok().map(|u| u.path().to_string()) {
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
+            }
             let state = Arc::new((a, server.clone()));
             let metadata = axum::routing::get(auth::metadata);
             // Layers wrap the routes before them: authentication runs first, then the limits
             // (per principal); the metadata routes come after, unauthenticated.
-            mcp_routes(service, limits)
-                .layer(axum::middleware::from_fn_with_state(
-                    Arc::clone(&state),
-                    auth::authenticate,
-                ))
-                .route(auth::METADATA_PATH, metadata.clone())
-                .route(&format!("{}{ENDPOINT}", auth::METADATA_PATH), metadata)
-                .with_state(state)
+            let mut router = mcp_routes(service, limits).layer(
+                axum::middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate),
+            );
+            for path in &paths {
+                router = router.route(path, metadata.clone());
+            }
+            router.with_state(state)
         }
         None => {
             if !addr.ip().is_loopback() {
@@ -195,14 +209,13 @@ pub async fn run_http(
             mcp_routes(service, limits)
         }
     };
-    let listener = Bounded {
-        inner: listener,
-        open: Arc::new(tokio::sync::Semaphore::new(options.max_connections.max(1))),
-        idle: options.idle_timeout,
-        per_peer: Arc::new(Mutex::new(HashMap::new())),
-        max_per_peer: options.max_connections_per_peer.max(1),
-        head_timeout: options.head_timeout,
-    };
+    let listener = Bounded::new(
+        listener,
+        options.max_connections,
+        options.max_connections_per_peer,
+        options.idle_timeout,
+        options.head_timeout,
+    );
     eprintln!("toolreg serve: listening on http://{bound}{ENDPOINT}");
     let stopped = Arc::new(tokio::sync::Notify::new());
     let on_stop = Arc::clone(&stopped);
@@ -228,7 +241,7 @@ pub async fn run_http(
 
 /// Accepts connections while fewer than the cap are open, closes the others at once, and
 /// fails a connection's reads and writes after `idle` without progress.
-struct Bounded {
+pub(super) struct Bounded {
     inner: tokio::net::TcpListener,
     open: Arc<tokio::sync::Semaphore>,
     idle: Duration,
@@ -238,9 +251,30 @@ struct Bounded {
     head_timeout: Duration,
 }
 
+impl Bounded {
+    /// A listener holding at most `max` connections, `per_peer` from one peer key, each cut
+    /// after `idle` without progress or `head_timeout` before its first request head.
+    pub(super) fn new(
+        inner: tokio::net::TcpListener,
+        max: usize,
+        per_peer: usize,
+        idle: Duration,
+        head_timeout: Duration,
+    ) -> Bounded {
+        Bounded {
+            inner,
+            open: Arc::new(tokio::sync::Semaphore::new(max.max(1))),
+            idle,
+            per_peer: Arc::new(Mutex::new(HashMap::new())),
+            max_per_peer: per_peer.max(1),
+            head_timeout,
+        }
+    }
+}
+
 /// Whom a connection counts against: its IPv4 address, or the /64 of its IPv6 address (one
 /// host usually holds a whole /64, so counting single addresses would not bound it).
-fn peer_key(addr: &SocketAddr) -> std::net::IpAddr {
+pub(super) fn peer_key(addr: &SocketAddr) -> std::net::IpAddr {
     match addr.ip() {
         std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
             let mut o = v6.octets();
@@ -275,7 +309,7 @@ impl Drop for PeerPlace {
 
 /// The peer address of a connection (for limits when a caller has no principal).
 #[derive(Clone, Copy, Debug)]
-struct Peer(SocketAddr);
+pub(super) struct Peer(pub(super) SocketAddr);
 
 impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Bounded>> for Peer {
     fn connect_info(stream: axum::serve::IncomingStream<'_, Bounded>) -> Self {
@@ -284,7 +318,7 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Boun
 }
 
 /// A connection and its place under the cap (given back when it closes).
-struct Guarded {
+pub(super) struct Guarded {
     io: std::pin::Pin<Box<tokio_io_timeout::TimeoutStream<tokio::net::TcpStream>>>,
     _place: tokio::sync::OwnedSemaphorePermit,
     _peer: PeerPlace,
@@ -406,104 +440,6 @@ impl tokio::io::AsyncWrite for Guarded {
     }
 }
 
-/// Per-caller limits: requests running at once, and a token bucket of requests per second
-/// (in Redis when replicas share it; this replica's own bucket when the store does not answer).
-struct Limits {
-    max_concurrent: usize,
-    rate: u32,
-    callers: Mutex<HashMap<String, Caller>>,
-    shared: Option<Arc<dyn SharedRate>>,
-}
-
-#[derive(Default)]
-struct Caller {
-    running: usize,
-    tokens: f64,
-    refilled: Option<Instant>,
-}
-
-impl Caller {
-    /// Refills the bucket at `rate` per second (up to `rate`) and takes one token if there is.
-    fn take(&mut self, rate: u32) -> bool {
-        let now = Instant::now();
-        let cap = f64::from(rate);
-        let elapsed = self.refilled.map_or(cap, |t| (now - t).as_secs_f64() * cap);
-        self.tokens = (self.tokens + elapsed).min(cap);
-        self.refilled = Some(now);
-        if self.tokens < 1.0 {
-            return false;
-        }
-        self.tokens -= 1.0;
-        true
-    }
-}
-
-impl Limits {
-    fn new(max_concurrent: usize, rate: u32) -> Limits {
-        Limits {
-            max_concurrent: max_concurrent.max(1),
-            rate,
-            callers: Mutex::default(),
-            shared: None,
-        }
-    }
-
-    /// [`Limits::enter`], with the rate decided by the shared store when there is one.
-    async fn admit(&self, who: &str) -> Result<(), &'static str> {
-        if let (Some(shared), true) = (&self.shared, self.rate > 0) {
-            match shared.take(who, self.rate).await {
-                Ok(true) => return self.enter_with(who, false),
-                Ok(false) => return Err("rate"),
-                Err(_) => {} // the store is away: this replica's bucket decides
-            }
-        }
-        self.enter(who)
-    }
-
-    /// One more request token for `who` (a batch item), without a place: whether it was taken.
-    async fn take_token(&self, who: &str) -> bool {
-        if self.rate == 0 {
-            return true;
-        }
-        if let Some(shared) = &self.shared {
-            // When the store is away, this replica's bucket decides.
-            if let Ok(taken) = shared.take(who, self.rate).await {
-                return taken;
-            }
-        }
-        let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
-        callers.entry(who.to_string()).or_default().take(self.rate)
-    }
-
-    /// Takes a place for `who`, or says why not.
-    fn enter(&self, who: &str) -> Result<(), &'static str> {
-        self.enter_with(who, true)
-    }
-
-    fn enter_with(&self, who: &str, local_rate: bool) -> Result<(), &'static str> {
-        let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
-        if callers.len() > 100_000 {
-            callers.retain(|_, c| c.running > 0);
-        }
-        let c = callers.entry(who.to_string()).or_default();
-        if self.rate > 0 && local_rate && !c.take(self.rate) {
-            return Err("rate");
-        }
-        if c.running >= self.max_concurrent {
-            return Err("concurrency");
-        }
-        c.running += 1;
-        Ok(())
-    }
-
-    fn leave(&self, who: &str) {
-        let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = callers.get_mut(who) {
-            c.running = c.running.saturating_sub(1);
-        }
-    }
-}
-
 /// Refuses a request with two `Host` headers, or a Host with user info (`a@127.0.0.1`): which
 /// host it names would be a proxy's guess, and the allow-list would check the wrong one.
 async fn one_plain_host(
@@ -523,67 +459,6 @@ async fn one_plain_host(
             .into_response();
     }
     next.run(req).await
-}
-
-/// The middleware that applies [`Limits`] per principal (per peer address without one): 429
-/// with `Retry-After` when over.
-async fn limit(
-    axum::extract::State(limits): axum::extract::State<Arc<Limits>>,
-    mut req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let who = match req.extensions().get::<Principal>() {
-        Some(p) => format!("principal:{}", p.name),
-        None => req
-            .extensions()
-            .get::<axum::extract::ConnectInfo<Peer>>()
-            .map_or_else(|| "anonymous".into(), |c| format!("peer:{}", c.0 .0.ip())),
-    };
-    if let Err(which) = limits.admit(&who).await {
-        let message = if which == "rate" {
-            "too many requests per second for this caller; retry after a second"
-        } else {
-            "too many requests at once for this caller; wait for one to finish"
-        };
-        let mut r = (
-            StatusCode::TOO_MANY_REQUESTS,
-            axum::Json(serde_json::json!({"error": "rate_limited", "message": message})),
-        )
-            .into_response();
-        r.headers_mut().insert(
-            axum::http::header::RETRY_AFTER,
-            axum::http::HeaderValue::from_static("1"),
-        );
-        return r;
-    }
-    // Given back when the request ends, also when it is dropped mid-way (the client went away):
-    // otherwise each cancelled request would keep a place for good.
-    // A batch's further items each take a token of this caller's bucket, as calls of their own.
-    let gate = {
-        let (limits, who) = (Arc::clone(&limits), who.clone());
-        super::call::ItemGate::new(move || {
-            let (limits, who) = (Arc::clone(&limits), who.clone());
-            Box::pin(async move { limits.take_token(&who).await })
-        })
-    };
-    req.extensions_mut().insert(gate);
-    let _place = Place {
-        limits: &limits,
-        who,
-    };
-    next.run(req).await
-}
-
-/// A caller's place under its concurrency limit.
-struct Place<'a> {
-    limits: &'a Limits,
-    who: String,
-}
-
-impl Drop for Place<'_> {
-    fn drop(&mut self) {
-        self.limits.leave(&self.who);
-    }
 }
 
 /// Lifts the soft limit on open files to the hard one (at most 65,536), so the connection cap,
@@ -653,29 +528,5 @@ mod tests {
             ..HttpOptions::default()
         };
         assert!(check_options(local, &good).is_ok());
-    }
-
-    #[test]
-    fn limits_count_running_requests_and_refill_tokens() {
-        let l = Limits::new(2, 0);
-        assert!(l.enter("a").is_ok() && l.enter("a").is_ok());
-        assert_eq!(l.enter("a"), Err("concurrency"));
-        assert!(l.enter("b").is_ok(), "another caller is not held up");
-        l.leave("a");
-        assert!(l.enter("a").is_ok());
-        // A place held by a request that is dropped (cancelled) is given back.
-        let held = Place {
-            limits: &l,
-            who: "a".into(),
-        };
-        assert_eq!(l.enter("a"), Err("concurrency"));
-        drop(held);
-        assert!(l.enter("a").is_ok());
-        let r = Limits::new(100, 3);
-        for _ in 0..3 {
-            assert!(r.enter("c").is_ok());
-            r.leave("c");
-        }
-        assert_eq!(r.enter("c"), Err("rate"));
     }
 }

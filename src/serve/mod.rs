@@ -18,6 +18,8 @@ pub mod auth;
 mod call;
 pub mod drift;
 pub mod http;
+mod jsonrpc;
+mod limits;
 // OAuth is one of auth's ways in; it kept the path it had.
 #[cfg(feature = "oauth")]
 pub use auth::oauth;
@@ -63,6 +65,9 @@ pub mod codes {
     pub const UPSTREAM_UNAVAILABLE: &str = "UPSTREAM_UNAVAILABLE";
     /// The upstream did not answer within its time limit.
     pub const UPSTREAM_TIMEOUT: &str = "UPSTREAM_TIMEOUT";
+    /// The upstream answered with something that is not a result of the call (a malformed MCP
+    /// message): its session is kept.
+    pub const UPSTREAM_MALFORMED: &str = "UPSTREAM_MALFORMED";
     /// The upstream sent a message over the size limit (16 MiB): its session was ended.
     pub const UPSTREAM_TOO_LARGE: &str = "UPSTREAM_TOO_LARGE";
     /// The upstream's live definition of the tool differs from the compiled one (the drift
@@ -179,6 +184,9 @@ struct View {
     search: std::sync::OnceLock<crate::runtime::ViewIndex>,
     /// The ops this view may use (what `search` indexes).
     allowed: std::collections::BTreeSet<String>,
+    /// For a view that hides ops: a gateway over only the ops it sees, whose help pages it
+    /// reads (built on its first help call; `None` if it could not be built).
+    help: std::sync::OnceLock<Option<Gateway>>,
 }
 
 impl Server {
@@ -301,6 +309,7 @@ impl Server {
             hide: None,
             search: std::sync::OnceLock::new(),
             allowed: Default::default(),
+            help: std::sync::OnceLock::new(),
         });
         Ok(Server {
             inner: Arc::new(Inner {
@@ -393,6 +402,7 @@ impl Server {
             hide,
             search: std::sync::OnceLock::new(),
             allowed,
+            help: std::sync::OnceLock::new(),
         });
         views.insert(key, Arc::clone(&view));
         view

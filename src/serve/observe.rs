@@ -178,6 +178,9 @@ pub struct Observer {
 }
 
 /// Serves `/metrics` on `addr` until the process stops.
+/// The most connections the metrics listener holds at once.
+const METRICS_MAX_CONNECTIONS: usize = 32;
+
 pub async fn serve_metrics(
     addr: std::net::SocketAddr,
     metrics: Arc<Metrics>,
@@ -200,6 +203,15 @@ pub async fn serve_metrics(
                 )
             }
         }),
+    );
+    // Bounded like the MCP listener (a scraper needs one connection): slow or piled-up
+    // connections cannot hold the port or the process.
+    let listener = super::http::Bounded::new(
+        listener,
+        METRICS_MAX_CONNECTIONS,
+        4,
+        Duration::from_secs(10),
+        Duration::from_secs(5),
     );
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;

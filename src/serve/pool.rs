@@ -3,7 +3,9 @@
 //! again for the next call; repeated start failures back off (0.25 s doubling, at most 10 s).
 //! Every session's tools pass the drift gate ([`super::drift`]) before any call is forwarded.
 
-use super::codes::{UPSTREAM_TIMEOUT, UPSTREAM_TOO_LARGE, UPSTREAM_UNAVAILABLE};
+use super::codes::{
+    UPSTREAM_MALFORMED, UPSTREAM_TIMEOUT, UPSTREAM_TOO_LARGE, UPSTREAM_UNAVAILABLE,
+};
 use super::drift::{DriftGate, Verdicts};
 use crate::registry::Upstream;
 use crate::runtime::HandlerError;
@@ -190,7 +192,8 @@ impl Pool {
         match session.call(tool, args).await {
             Ok(r) => Ok((r, warning)),
             Err(e) => {
-                if !e.is_timeout() || session.is_closed() {
+                // A timeout or a malformed answer leaves a live session: kept (unless it closed).
+                if !(e.is_timeout() || e.is_malformed()) || session.is_closed() {
                     let mut slot = self.slots[upstream].lock().await;
                     if slot
                         .session
@@ -238,6 +241,8 @@ fn from_upstream(name: &str, e: UpstreamError) -> HandlerError {
         UPSTREAM_TIMEOUT
     } else if e.is_too_large() {
         UPSTREAM_TOO_LARGE
+    } else if e.is_malformed() {
+        UPSTREAM_MALFORMED
     } else {
         UPSTREAM_UNAVAILABLE
     };

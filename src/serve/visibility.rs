@@ -152,6 +152,27 @@ impl Visibility {
     }
 }
 
+/// A gateway over only the ops `allowed` names, with the help pages a catalog of just those
+/// ops would have (the group tree pruned to them): what a caller who sees no others reads.
+pub(super) fn view_gateway(
+    reg: &Registry,
+    allowed: &BTreeSet<String>,
+) -> Option<crate::runtime::Gateway> {
+    let mut own = reg.clone();
+    own.ops.retain(|op, _| allowed.contains(op));
+    for node in own.tree.values_mut() {
+        node.ops.retain(|op| allowed.contains(op));
+        for entity in node.entities.values_mut() {
+            entity.ops.retain(|op| allowed.contains(op));
+        }
+        node.entities.retain(|_, e| !e.ops.is_empty());
+    }
+    own.tree
+        .retain(|_, n| !n.ops.is_empty() || !n.entities.is_empty());
+    let help = crate::emit::help::build(&own);
+    crate::runtime::Gateway::new(own, help).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

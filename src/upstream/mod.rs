@@ -7,9 +7,11 @@
 
 mod client;
 mod environment;
+mod error;
 pub mod import;
 
 pub use environment::{upstream_environment, BASE_ENVIRONMENT};
+pub use error::UpstreamError;
 
 pub use client::CALLER;
 use client::{GatewayClient, Relay};
@@ -34,77 +36,6 @@ const STDERR_TAIL: usize = 2048;
 /// one, or output that never ends its line, fails the calls waiting on that server at once
 /// (UPSTREAM_TOO_LARGE) and ends its session, with memory bounded by this.
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
-
-#[derive(Debug, thiserror::Error)]
-pub enum UpstreamError {
-    #[error("upstream `{name}`: cannot start `{command}`: {source}")]
-    Spawn {
-        name: String,
-        command: String,
-        source: std::io::Error,
-    },
-    #[error("upstream `{name}` needs the environment variable `{var}`, which is not set")]
-    MissingEnv { name: String, var: String },
-    #[error("upstream `{name}` has neither a `command` nor a `url`")]
-    NoTransport { name: String },
-    #[error("upstream `{name}` did not answer {what} within {} ms", .limit.as_millis())]
-    Timeout {
-        name: String,
-        what: String,
-        limit: Duration,
-        stderr: String,
-    },
-    #[error("upstream `{name}` sent a message over {} MiB during {what}; its session was ended", MAX_MESSAGE_BYTES >> 20)]
-    TooLarge { name: String, what: String },
-    #[error("upstream `{name}` failed during {what}: {reason}")]
-    Failed {
-        name: String,
-        what: String,
-        reason: String,
-        stderr: String,
-    },
-}
-
-impl UpstreamError {
-    /// A timeout (as opposed to a server that is gone or broken).
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, UpstreamError::Timeout { .. })
-    }
-
-    /// A message over [`MAX_MESSAGE_BYTES`].
-    pub fn is_too_large(&self) -> bool {
-        matches!(self, UpstreamError::TooLarge { .. })
-    }
-
-    /// The server's stderr tail, if this error kept one.
-    pub fn stderr(&self) -> &str {
-        match self {
-            UpstreamError::Timeout { stderr, .. } | UpstreamError::Failed { stderr, .. } => {
-                stderr.trim()
-            }
-            _ => "",
-        }
-    }
-
-    /// The message with the end of the server's stderr, for the operator's own terminal or log
-    /// only. The plain message (`Display`) never carries it: a server's stderr holds whatever it
-    /// printed (tokens, connection strings), so it must not travel to a client.
-    pub fn with_stderr(&self) -> String {
-        format!("{self}{}", stderr_note(self.stderr()))
-    }
-}
-
-fn stderr_note(stderr: &str) -> String {
-    let s = stderr.trim();
-    if s.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; its stderr ended with:\n{}",
-            crate::diag::escape_controls(s)
-        )
-    }
-}
 
 /// The client side of a session with `spec`: what it declares and how it answers the server.
 fn client(spec: &Upstream) -> GatewayClient {
@@ -390,6 +321,14 @@ impl Session {
     }
 
     fn failed(&self, what: &str, e: ServiceError) -> UpstreamError {
+        // The server answered, with something that is no result of the request: it is alive
+        // (its session is kept); the answer is what is wrong.
+        if matches!(e, ServiceError::UnexpectedResponse) {
+            return UpstreamError::Malformed {
+                name: self.name.clone(),
+                what: what.into(),
+            };
+        }
         UpstreamError::Failed {
             name: self.name.clone(),
             what: what.into(),

@@ -462,3 +462,45 @@ pub fn reword_catalog(dir: &Path) {
         .unwrap();
     }
 }
+
+#[cfg(target_os = "linux")]
+/// Runs toolreg in `cwd`, sampling its peak memory (VmHWM): the output, peak MB, wall ms.
+pub fn run_measured(cwd: &std::path::Path, args: &[&str]) -> (std::process::Output, u64, u128) {
+    let started = std::time::Instant::now();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(args)
+        .current_dir(cwd)
+        .env("TOOLREG_APPROVALS", no_approvals())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sampler = {
+        let peak = std::sync::Arc::clone(&peak);
+        std::thread::spawn(move || {
+            while let Ok(s) = std::fs::read_to_string(&status) {
+                if let Some(kb) = s
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                {
+                    peak.fetch_max(kb, std::sync::atomic::Ordering::Relaxed);
+                }
+                if s.contains("State:\tZ") {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed().as_millis();
+    sampler.join().unwrap();
+    (
+        out,
+        peak.load(std::sync::atomic::Ordering::Relaxed) / 1024,
+        took,
+    )
+}

@@ -3,7 +3,8 @@
 // per fault. `big` answers with a 50 MB result line; `endless` writes 64 MB with no newline;
 // `leak` prints a secret to stderr and dies mid-call; `slow` answers after 20 s; `fail` answers
 // an error whose structuredContent carries a code made of its `note` (a new code every call);
-// `echo` answers its arguments (a control). With HOSTILE_NAMES=1 it also lists tools under names no file,
+// `malformed` answers a result that is no tool result; `count` says how many calls this process
+// answered (a restart starts again at 1); `echo` answers its arguments (a control). With HOSTILE_NAMES=1 it also lists tools under names no file,
 // terminal or model should carry (a path, escape sequences, tag characters, 5,000 characters).
 import { createInterface } from "node:readline";
 
@@ -21,6 +22,8 @@ const tools = [
   tool("fail", "Fail with an error code of its own making."),
   tool("noise", "Print a line that is not JSON, then answer."),
   tool("echo", "Return the arguments."),
+  tool("malformed", "Answer with a result that is not a tool result."),
+  tool("count", "Say how many calls this process has answered."),
 ];
 if (process.env.HOSTILE_NAMES === "1") {
   tools.push(
@@ -31,6 +34,7 @@ if (process.env.HOSTILE_NAMES === "1") {
   );
 }
 
+let calls = 0;
 createInterface({ input: process.stdin }).on("line", (line) => {
   let msg;
   try { msg = JSON.parse(line); } catch { return; }
@@ -45,6 +49,7 @@ createInterface({ input: process.stdin }).on("line", (line) => {
     send({ jsonrpc: "2.0", id, result: { tools } });
   } else if (method === "tools/call") {
     const name = params.name;
+    calls += 1;
     if (name === "big") {
       send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "x".repeat(50 << 20) }] } });
     } else if (name === "endless") {
@@ -67,6 +72,10 @@ createInterface({ input: process.stdin }).on("line", (line) => {
       const code = `E_${params.arguments?.note ?? ""}`;
       send({ jsonrpc: "2.0", id, result: { isError: true, content: [{ type: "text", text: code }],
         structuredContent: { error: { code, message: "failed" } } } });
+    } else if (name === "malformed") {
+      send({ jsonrpc: "2.0", id, result: { content: "not a list", isError: "maybe" } });
+    } else if (name === "count") {
+      send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: String(calls) }] } });
     } else if (name === "slow") {
       setTimeout(() => send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "late" }] } }), 20000);
     } else {
