@@ -282,7 +282,7 @@ pub(crate) enum FailOn {
     Never,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum PageFormat {
     Short,
     Full,

@@ -13,6 +13,25 @@ pub(super) fn help(
     include_schemas: bool,
     no_examples: bool,
 ) -> ExitCode {
+    // A page asked for by its exact path is read alone from the lookup index (a cold help on
+    // a 10,000-op registry parsed 80 MB for one page); anything else loads the registry.
+    let asked = match path.trim() {
+        "" => toolreg::help::ROOT,
+        p => p,
+    };
+    if !include_schemas && !toolreg::text::over_name_limit(asked) {
+        if let Some((dir, lookup)) = registry.lookup() {
+            if let Some(mut page) = lookup.page(&dir, asked, format == PageFormat::Full) {
+                if no_examples {
+                    if let Some(o) = page.as_object_mut() {
+                        o.remove("examples");
+                    }
+                }
+                print_json(&page);
+                return ExitCode::SUCCESS;
+            }
+        }
+    }
     let gw = match registry.gateway() {
         Ok(g) => g,
         Err(code) => return code,
@@ -116,9 +135,14 @@ pub(super) fn search(
 
 /// Validate and run one call against a built registry (no handlers: a dry run of the checks).
 pub(super) fn exec(op: String, args: String, registry: RegistryFile) -> ExitCode {
-    let gw = match registry.gateway() {
-        Ok(g) => g,
-        Err(code) => return code,
+    // An op named exactly is read alone from the lookup index; anything else (a misspelling
+    // to resolve or suggest for) loads the registry.
+    let gw = match registry.gateway_for_op(&op) {
+        Some(g) => g,
+        None => match registry.gateway() {
+            Ok(g) => g,
+            Err(code) => return code,
+        },
     };
     let call = toolreg::runtime::ExecCall {
         op,

@@ -78,6 +78,35 @@ impl Ranking {
 }
 
 impl RegistryFile {
+    /// The output folder's `lookup.json`, when the registry is that folder's `registry.json`
+    /// and the index matches it: a command that needs one op or page reads only that.
+    pub(crate) fn lookup(&self) -> Option<(PathBuf, toolreg::model::lookup::Lookup)> {
+        if self.registry.file_name()? != "registry.json" {
+            return None;
+        }
+        let dir = self
+            .registry
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        settle_folder(dir).ok()?;
+        let lookup = toolreg::model::lookup::Lookup::open(dir)?;
+        Some((dir.to_path_buf(), lookup))
+    }
+
+    /// A gateway over only the op `asked` names exactly (an op or tool name), from the
+    /// lookup index: what exec needs, without reading the whole registry.
+    pub(crate) fn gateway_for_op(&self, asked: &str) -> Option<toolreg::runtime::Gateway> {
+        let (dir, lookup) = self.lookup()?;
+        let reg = lookup.registry_of(&dir, asked)?;
+        let help = toolreg::help::HelpDoc {
+            generator: reg.generator.clone(),
+            registry_version: reg.registry_version.clone(),
+            pages: Default::default(),
+        };
+        toolreg::runtime::Gateway::new(reg, help).ok()
+    }
+
     /// The gateway; with `ranking` (the commands that search), hybrid ranking when the vectors
     /// were built. Other commands never load the model.
     pub(crate) fn gateway_ranked(

@@ -95,8 +95,13 @@ pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
                 format!("{path}{PAGE_MARK}{k}")
             };
             // A format whose listings end sooner answers the later numbers with an empty page.
-            let s = short.next().unwrap_or_else(|| empty_page(path, k, n));
-            let f = full.next().unwrap_or_else(|| empty_page(path, k, n));
+            let version = &reg.registry_version;
+            let s = short
+                .next()
+                .unwrap_or_else(|| empty_page(path, k, n, version));
+            let f = full
+                .next()
+                .unwrap_or_else(|| empty_page(path, k, n, version));
             pages.insert(
                 key,
                 HelpPages {
@@ -283,8 +288,8 @@ fn split_description(mut page: Value) -> Value {
 }
 
 /// A page number one format does not reach (its listings were shorter): empty, pointing back.
-fn empty_page(path: &str, k: usize, total: usize) -> Value {
-    json!({"path": format!("{path}{PAGE_MARK}{k}"), "page_of": path, "page": k, "pages": total})
+fn empty_page(path: &str, k: usize, total: usize, version: &str) -> Value {
+    json!({"path": format!("{path}{PAGE_MARK}{k}"), "page_of": path, "page": k, "pages": total, "registry_version": version})
 }
 
 /// The paths `build` makes pages for, without making them.

@@ -4,6 +4,7 @@
 
 pub mod docs;
 pub mod help;
+pub mod lookup;
 pub mod registry_json;
 pub mod report;
 pub mod rust;
@@ -202,6 +203,12 @@ pub fn emit_with(
     }
     for (path, text) in files.iter_mut() {
         escape_raw_controls(path, text);
+    }
+    // With both files, where each op and page lies in them (cold help and exec read one).
+    if let (Some(r), Some(h)) = (files.get(registry_json::FILE), files.get(help::FILE)) {
+        if let Some((name, text)) = lookup::render(reg, r, h) {
+            files.insert(name, text);
+        }
     }
     add_manifest(reg, &mut files);
     files

@@ -10,6 +10,7 @@
 pub mod canonical;
 pub mod diag;
 pub mod help;
+pub mod lookup;
 pub mod operation;
 pub mod registry;
 pub mod resolve;

@@ -37,7 +37,7 @@ impl Server {
         name: &str,
         args: Option<Map<String, Value>>,
         principal: Option<&Principal>,
-        gate: Option<&ItemGate>,
+        gate: Option<&super::limits::ItemGate>,
     ) -> Result<CallToolResult, ErrorData> {
         let started = std::time::Instant::now();
         let view = self.view(principal);
@@ -207,7 +207,7 @@ impl Server {
         tool: &str,
         args: &Value,
         principal: Option<&Principal>,
-        gate: Option<&ItemGate>,
+        gate: Option<&super::limits::ItemGate>,
     ) -> Result<CallToolResult, ErrorData> {
         use crate::runtime::batch::{self, Batch};
         let parsed = match Batch::parse(args, tool) {
@@ -399,34 +399,6 @@ fn rate_limited(item: &crate::runtime::batch::BatchItem) -> Value {
         "details": {"field_errors": []},
         "help_path": crate::help::ROOT,
     }})
-}
-
-/// Takes one more request token for the caller of an HTTP request (a batch's further items);
-/// the HTTP layer puts it in the request.
-#[derive(Clone)]
-pub struct ItemGate {
-    #[allow(clippy::type_complexity)]
-    take: std::sync::Arc<
-        dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>> + Send + Sync,
-    >,
-}
-
-impl ItemGate {
-    pub(super) fn new(
-        take: impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>
-            + Send
-            + Sync
-            + 'static,
-    ) -> ItemGate {
-        ItemGate {
-            take: std::sync::Arc::new(take),
-        }
-    }
-
-    /// Whether a token was taken.
-    pub async fn take(&self) -> bool {
-        (self.take)().await
-    }
 }
 
 /// The op and outcome code of an answer: `ok`, the envelope's error code, `UPSTREAM_ERROR` for an

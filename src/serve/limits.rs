@@ -2,13 +2,23 @@
 //! per second, keyed by principal (by peer address, an IPv6 /64 as one, without one), in Redis
 //! when replicas share them. Batch items after the first take tokens of their own.
 
-use super::http::{peer_key, Peer, SharedRate};
+use super::listener::{peer_key, Peer};
 use super::Principal;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+/// A rate limit shared by replicas: takes one request's token for `who` at `rate` per second.
+pub trait SharedRate: Send + Sync {
+    fn take<'a>(&'a self, who: &'a str, rate: u32) -> RateFuture<'a>;
+}
+
+/// The answer of [`SharedRate::take`]: whether a token was taken; `Err` when the store did not
+/// answer (the replica's own bucket decides then).
+pub type RateFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send + 'a>>;
 
 /// Per-caller limits: requests running at once, and a token bucket of requests per second
 /// (in Redis when replicas share it; this replica's own bucket when the store does not answer).
@@ -199,7 +209,7 @@ pub(super) async fn limit(
     // A batch's further items each take a token of this caller's bucket, as calls of their own.
     let gate = {
         let (limits, who) = (Arc::clone(&limits), who.clone());
-        super::call::ItemGate::new(move || {
+        ItemGate::new(move || {
             let (limits, who) = (Arc::clone(&limits), who.clone());
             Box::pin(async move { limits.take_token(&who).await })
         })
@@ -221,6 +231,34 @@ struct Place<'a> {
 impl Drop for Place<'_> {
     fn drop(&mut self) {
         self.limits.leave(&self.who);
+    }
+}
+
+/// Takes one more request token for the caller of an HTTP request (a batch's further items);
+/// the HTTP layer puts it in the request.
+#[derive(Clone)]
+pub struct ItemGate {
+    #[allow(clippy::type_complexity)]
+    take: std::sync::Arc<
+        dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>> + Send + Sync,
+    >,
+}
+
+impl ItemGate {
+    pub(super) fn new(
+        take: impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> ItemGate {
+        ItemGate {
+            take: std::sync::Arc::new(take),
+        }
+    }
+
+    /// Whether a token was taken.
+    pub async fn take(&self) -> bool {
+        (self.take)().await
     }
 }
 
@@ -256,7 +294,7 @@ mod tests {
     struct Stalled(std::sync::atomic::AtomicUsize);
 
     impl SharedRate for Stalled {
-        fn take<'a>(&'a self, _who: &'a str, _rate: u32) -> super::super::http::RateFuture<'a> {
+        fn take<'a>(&'a self, _who: &'a str, _rate: u32) -> RateFuture<'a> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Box::pin(async {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;

@@ -20,6 +20,7 @@ pub mod drift;
 pub mod http;
 mod jsonrpc;
 mod limits;
+mod listener;
 // OAuth is one of auth's ways in; it kept the path it had.
 #[cfg(feature = "oauth")]
 pub use auth::oauth;
@@ -505,7 +506,7 @@ impl ServerHandler for Server {
         let gate = context
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<call::ItemGate>())
+            .and_then(|p| p.extensions.get::<limits::ItemGate>())
             .cloned();
         let call = self.call_gated(
             &request.name,

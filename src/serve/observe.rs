@@ -206,7 +206,7 @@ pub async fn serve_metrics(
     );
     // Bounded like the MCP listener (a scraper needs one connection): slow or piled-up
     // connections cannot hold the port or the process.
-    let listener = super::http::Bounded::new(
+    let listener = super::listener::Bounded::new(
         listener,
         METRICS_MAX_CONNECTIONS,
         4,

@@ -3,7 +3,7 @@
 //! clock, so the replicas of a deployment allow a caller `--rate-limit` requests per second
 //! together, not each.
 
-use super::http::{RateFuture, SharedRate};
+use super::limits::{RateFuture, SharedRate};
 use super::redis_link::Link;
 use std::time::Duration;
 

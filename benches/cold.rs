@@ -1,0 +1,131 @@
+//! Cold CLI benchmark (issue 33): `toolreg help OP`, `toolreg exec OP` and `toolreg search Q` as a
+//! fresh process on registries of 2,500 and 10,000 synthetic ops, with the build's
+//! `lookup.json` (a command that needs one op or page reads only that) and without it (the
+//! whole registry is parsed: how every command ran before), interleaved in one run. Prints the
+//! median wall time and peak RSS of each.
+//!
+//! Each command runs in a child of this binary (`--child`), so its peak is its own.
+//! `cargo bench --bench cold`; `-- --quick` runs 1,000 ops, three rounds (CI).
+
+use std::process::Command;
+use std::time::Instant;
+
+#[path = "support/synthetic.rs"]
+mod synthetic;
+
+/// Peak resident set size of this process's largest finished child (Linux: KiB).
+fn children_peak_kib() -> u64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return 0;
+    }
+    usage.ru_maxrss.max(0) as u64
+}
+
+/// Child mode: run toolreg with `args`, print `peak_kib <k>`.
+fn child(args: &[String]) {
+    let o = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    println!("peak_kib {}", children_peak_kib());
+}
+
+/// One cold command: wall seconds (process start included) and peak MiB.
+fn run(args: &[&str]) -> (f64, f64) {
+    let start = Instant::now();
+    let o = Command::new(std::env::current_exe().unwrap())
+        .arg("--child")
+        .args(args)
+        .output()
+        .unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let kib: f64 = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (secs, kib / 1024.0)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--child") {
+        child(&args[1..]);
+        return;
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let (sizes, rounds): (&[usize], usize) = if quick {
+        (&[1_000], 3)
+    } else {
+        (&[2_500, 10_000], 7)
+    };
+    println!("toolreg cold CLI benchmark: median of {rounds} runs each, wall ms / peak MiB");
+    println!(
+        "{:>7} {:<8} {:>22} {:>22} {:>8}",
+        "ops", "command", "whole registry", "lookup.json", "ratio"
+    );
+    for &n in sizes {
+        let tmp = tempfile::tempdir().unwrap();
+        let (defs, out) = (tmp.path().join("defs"), tmp.path().join("out"));
+        synthetic::write_catalog(&defs, n);
+        let built = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .args(["build", "--emit", "registry,help", "--definitions"])
+            .arg(&defs)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            built.status.success(),
+            "{}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let reg = toolreg::Registry::from_path(out.join("registry.json")).unwrap();
+        let op = reg.ops.keys().nth(n / 2).unwrap().clone();
+        let registry = out.join("registry.json");
+        let registry = registry.to_str().unwrap();
+        let index = out.join("lookup.json");
+        let kept = tmp.path().join("lookup.json");
+        let commands: [(&str, Vec<&str>); 3] = [
+            ("help", vec!["help", &op, "--registry", registry]),
+            (
+                "exec",
+                vec!["exec", &op, "--args", "{}", "--registry", registry],
+            ),
+            (
+                "search",
+                vec!["search", "list the tasks", "--registry", registry],
+            ),
+        ];
+        for (name, cmd) in &commands {
+            let (mut before, mut after) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                // Interleaved: without the index, then with it.
+                std::fs::rename(&index, &kept).unwrap();
+                before.push(run(cmd));
+                std::fs::rename(&kept, &index).unwrap();
+                after.push(run(cmd));
+            }
+            let ms = |v: &[(f64, f64)]| median(v.iter().map(|r| r.0 * 1e3).collect());
+            let mib = |v: &[(f64, f64)]| median(v.iter().map(|r| r.1).collect());
+            println!(
+                "{n:>7} {name:<8} {:>10.1} ms {:>6.1} MiB {:>10.1} ms {:>6.1} MiB {:>7.1}x",
+                ms(&before),
+                mib(&before),
+                ms(&after),
+                mib(&after),
+                ms(&before) / ms(&after),
+            );
+        }
+    }
+}
