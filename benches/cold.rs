@@ -29,8 +29,10 @@ fn child(args: &[String]) {
         .args(args)
         .output()
         .unwrap();
+    // An answer either way: exit 1 is an envelope with an error (`{}` for an op that needs
+    // arguments), as measured as a success.
     assert!(
-        o.status.success(),
+        matches!(o.status.code(), Some(0 | 1)) && !o.stdout.is_empty(),
         "{args:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
