@@ -378,6 +378,9 @@ fn a_display_path_the_schema_lacks_stops_the_build_at_its_line() {
         names,
         ["tool_help", "tool_exec", "tool_search", "tool_batch"]
     );
+    // The docs name it beside the other gateway tools.
+    let index = std::fs::read_to_string(out.join("docs/src/README.md")).unwrap();
+    assert!(index.contains("- `tool_batch` `{\"items\""), "{index}");
     let committed =
         toolreg::Registry::from_path(common::repo().join("generated/registry.json")).unwrap();
     assert_ne!(reg.registry_version, committed.registry_version);

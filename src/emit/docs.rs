@@ -314,7 +314,17 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
         ));
     }
     let count = reg.ops.values().filter(|r| !r.hidden).count();
-    let book = json!({"header": header, "title": reg.name, "description": reg.description.clone().unwrap_or_default(), "count": count, "group_count": index_groups.len(), "registry_version": reg.registry_version, "groups": index_groups});
+    // The gateway tools a model calls these ops through (the batch tool when offered).
+    let g = &reg.gateway;
+    let mut gateway = vec![
+        json!({"name": g.search, "call": "{\"query\": \"...\"}", "what": "find ops by what they do"}),
+        json!({"name": g.help, "call": "{\"path\": \"...\"}", "what": "read a group, an entity or an op's usage, arguments and examples"}),
+        json!({"name": g.exec, "call": "{\"op\": \"...\", \"args\": {...}}", "what": "run one op"}),
+    ];
+    if let Some(batch) = &g.batch {
+        gateway.push(json!({"name": batch, "call": "{\"items\": [{\"help\": {...}}, {\"exec\": {...}}]}", "what": "several help, search or exec calls in one round trip"}));
+    }
+    let book = json!({"header": header, "title": reg.name, "description": reg.description.clone().unwrap_or_default(), "count": count, "group_count": index_groups.len(), "registry_version": reg.registry_version, "groups": index_groups, "gateway": gateway});
     // SUMMARY lists group-level ops under their group, after the entities.
     let summary_groups: Vec<Value> = index_groups_for_summary(&book);
     pages.push(("src/README.md".into(), "index.md.hbs", book.clone()));
