@@ -851,3 +851,93 @@ async fn a_read_scoped_batch_reaches_no_write() {
     // The read reaches the runtime (no handler here: NOT_IMPLEMENTED, past every check).
     assert_eq!(answers[4]["error"]["code"], "NOT_IMPLEMENTED");
 }
+
+/// Issue 35, item 3's last part: with authentication, a quarter of the connection places is
+/// kept for connections that authenticated. Connections that never authenticate fill only the
+/// rest (the next is closed at once), and a client that authenticated keeps being served on its
+/// connection; a body trickled past its deadline is 408.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn places_are_kept_for_authenticated_connections() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut procs = Procs(Vec::new());
+    let gen = registry(tmp.path());
+    let out = common::toolreg(tmp.path(), &["token", "ci", "--scope", "tools:read"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let tokens = tmp.path().join("tokens.toml");
+    std::fs::write(&tokens, common::stderr(&out)).unwrap();
+    let url = serve(
+        &mut procs,
+        &gen,
+        &[
+            "--auth-tokens",
+            tokens.to_str().unwrap(),
+            "--max-connections",
+            "8",
+            "--head-timeout-ms",
+            "60000",
+        ],
+    );
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    // One raw connection that authenticates and stays open (keep-alive).
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-11-25\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut proven = std::net::TcpStream::connect(&addr).unwrap();
+    proven
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let answer = |s: &mut std::net::TcpStream| {
+        s.write_all(request.as_bytes()).unwrap();
+        let mut buf = [0u8; 4096];
+        let n = s.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).to_string()
+    };
+    assert!(answer(&mut proven).starts_with("HTTP/1.1 200"));
+    // Six connections that never authenticate fill the unproven places (8 less 2 kept)...
+    let mut idle: Vec<std::net::TcpStream> = (0..6)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    idle.iter_mut().for_each(|s| s.write_all(b"P").unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // ...so the next is closed at once, though the cap itself is not reached.
+    let mut over = std::net::TcpStream::connect(&addr).unwrap();
+    over.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    // Closed (end of stream or a reset), not merely silent until the read timeout.
+    let closed = match over.read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    };
+    assert!(closed, "a connection past the unproven places was kept");
+    // The authenticated connection is still served.
+    assert!(answer(&mut proven).starts_with("HTTP/1.1 200"));
+    drop(idle);
+
+    // A body that trickles in past its deadline (10 s) is 408.
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(15)))
+        .unwrap();
+    write!(
+        slow,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n{{"
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 1024];
+    let n = slow.read(&mut buf).unwrap_or(0);
+    let out = String::from_utf8_lossy(&buf[..n]);
+    assert!(out.starts_with("HTTP/1.1 408"), "{out}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}

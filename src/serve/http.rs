@@ -165,6 +165,7 @@ pub async fn run_http(
             .layer(axum::middleware::from_fn_with_state(limits, limit))
             .layer(axum::middleware::from_fn(one_plain_host))
     }
+    let authenticated = options.auth.is_some();
     let router = match options.auth {
         Some(a) => {
             // RFC 9728 §3.1: the metadata lives at the well-known path with the resource's own
@@ -207,6 +208,12 @@ pub async fn run_http(
         options.idle_timeout,
         options.head_timeout,
     );
+    // With authentication, a quarter of the places is kept for connections that authenticated.
+    let listener = if authenticated {
+        listener.keep_for_authenticated(options.max_connections, options.max_connections / 4)
+    } else {
+        listener
+    };
     eprintln!("toolreg serve: listening on http://{bound}{ENDPOINT}");
     let stopped = Arc::new(tokio::sync::Notify::new());
     let on_stop = Arc::clone(&stopped);

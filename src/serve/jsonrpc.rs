@@ -10,6 +10,9 @@ use serde_json::{json, Value};
 /// The largest body read (the SDK's own limit): a longer one is 413.
 pub(super) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
+/// How long a request body may take to arrive.
+pub(super) const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The middleware: a JSON POST is read whole (bounded) and checked before the SDK sees it.
 pub(super) async fn guard(
     req: axum::extract::Request,
@@ -29,12 +32,25 @@ pub(super) async fn guard(
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(b) => b,
-        Err(_) => {
+    // A body has a deadline as the head does: one trickled a byte at a time would hold its
+    // connection (and a caller's place) for as long as it likes.
+    let read = tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(body, MAX_BODY_BYTES));
+    let bytes = match read.await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
             return (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("the request body is over {MAX_BODY_BYTES} bytes"),
+            )
+                .into_response()
+        }
+        Err(_) => {
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s",
+                    BODY_DEADLINE.as_secs()
+                ),
             )
                 .into_response()
         }

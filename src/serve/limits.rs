@@ -184,7 +184,7 @@ pub(super) async fn limit(
             // An IPv6 host holds a whole /64: keyed per address it would have no limit.
             .map_or_else(
                 || "anonymous".into(),
-                |c| format!("peer:{}", peer_key(&c.0 .0)),
+                |c| format!("peer:{}", peer_key(&c.0.addr)),
             ),
     };
     if let Err(which) = limits.admit(&who).await {

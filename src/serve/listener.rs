@@ -1,6 +1,7 @@
 //! The listening socket of `serve --http` (and of `--metrics`): a cap on open connections and
 //! on each peer's share, a deadline for the first request head, and an idle timeout, applied
-//! before any request is read.
+//! before any request is read; with authentication, a share of the places only connections
+//! that have authenticated may hold.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -17,6 +18,10 @@ pub(super) struct Bounded {
     per_peer: Arc<Mutex<HashMap<std::net::IpAddr, usize>>>,
     max_per_peer: usize,
     head_timeout: Duration,
+    /// Places for connections that have not yet authenticated (`keep_for_authenticated`):
+    /// fewer than all, so a flood of connections that never authenticate cannot take the
+    /// places of clients that did.
+    unproven: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Bounded {
@@ -36,7 +41,16 @@ impl Bounded {
             per_peer: Arc::new(Mutex::new(HashMap::new())),
             max_per_peer: per_peer.max(1),
             head_timeout,
+            unproven: None,
         }
+    }
+
+    /// Keeps `reserve` of the places for connections whose request authenticated: at most the
+    /// rest may be held by connections that have not (yet).
+    pub(super) fn keep_for_authenticated(mut self, max: usize, reserve: usize) -> Bounded {
+        let unproven = max.max(1).saturating_sub(reserve).max(1);
+        self.unproven = Some(Arc::new(tokio::sync::Semaphore::new(unproven)));
+        self
     }
 }
 
@@ -75,13 +89,34 @@ impl Drop for PeerPlace {
     }
 }
 
-/// The peer address of a connection (for limits when a caller has no principal).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Peer(pub(super) SocketAddr);
+/// A connection's place among those that have not authenticated: given back when one of its
+/// requests authenticates (`Peer::proven`) or when it closes.
+type Unproven = Arc<Mutex<Option<tokio::sync::OwnedSemaphorePermit>>>;
+
+/// The peer of a connection (for limits when a caller has no principal), and its place among
+/// the connections that have not authenticated.
+#[derive(Clone, Debug)]
+pub(super) struct Peer {
+    pub(super) addr: SocketAddr,
+    unproven: Unproven,
+}
+
+impl Peer {
+    /// A request on this connection authenticated: it no longer holds an unproven place.
+    pub(super) fn proven(&self) {
+        self.unproven
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+    }
+}
 
 impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Bounded>> for Peer {
     fn connect_info(stream: axum::serve::IncomingStream<'_, Bounded>) -> Self {
-        Peer(*stream.remote_addr())
+        Peer {
+            addr: *stream.remote_addr(),
+            unproven: Arc::clone(&stream.io().unproven),
+        }
     }
 }
 
@@ -90,6 +125,7 @@ pub(super) struct Guarded {
     io: std::pin::Pin<Box<tokio_io_timeout::TimeoutStream<tokio::net::TcpStream>>>,
     _place: tokio::sync::OwnedSemaphorePermit,
     _peer: PeerPlace,
+    unproven: Unproven,
     /// Until the first request head is complete: when it must be, and how far the blank line
     /// that ends it has been matched (`\r\n\r\n`, 0..4).
     head: Option<(tokio::time::Instant, u8)>,
@@ -121,6 +157,17 @@ impl axum::serve::Listener for Bounded {
                 drop(stream); // over the cap: closed now, not queued
                 continue;
             };
+            let unproven = match &self.unproven {
+                None => None,
+                Some(pool) => match Arc::clone(pool).try_acquire_owned() {
+                    Ok(p) => Some(p),
+                    // The places left are kept for connections that authenticated.
+                    Err(_) => {
+                        drop(stream);
+                        continue;
+                    }
+                },
+            };
             let mut io = tokio_io_timeout::TimeoutStream::new(stream);
             io.set_read_timeout(Some(self.idle));
             io.set_write_timeout(Some(self.idle));
@@ -130,6 +177,7 @@ impl axum::serve::Listener for Bounded {
                     io: Box::pin(io),
                     _place: place,
                     _peer: peer,
+                    unproven: Arc::new(Mutex::new(unproven)),
                     head: Some((deadline, 0)),
                     head_timer: Some(Box::pin(tokio::time::sleep_until(deadline))),
                 },

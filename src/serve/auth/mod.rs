@@ -278,6 +278,13 @@ pub async fn authenticate(
     // The token stops here: nothing behind this point can forward it.
     req.headers_mut().remove(header::AUTHORIZATION);
     req.extensions_mut().insert(principal);
+    // This connection has authenticated: it may hold a kept place from now on.
+    if let Some(peer) = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<super::listener::Peer>>()
+    {
+        peer.0.proven();
+    }
     next.run(req).await
 }
 
