@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use toolreg::emit::Emitter;
 
 #[derive(Parser)]
-#[command(name = "toolreg", version, disable_help_subcommand = true, about = "Compile LLM tool catalogs into a hashed registry and the surfaces models, programs and people need", long_about = None)]
+#[command(name = "toolreg", version = super::version(), disable_help_subcommand = true, about = "Compile LLM tool catalogs into a hashed registry and the surfaces models, programs and people need", long_about = None)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -512,4 +512,13 @@ pub(crate) struct TokenArgs {
     /// A scope the token carries (see [access] in toolreg.toml); repeatable
     #[arg(long = "scope", value_name = "SCOPE")]
     pub(crate) scopes: Vec<String>,
+}
+
+/// Whether `name` is one of toolreg's own commands (as `toolreg help NAME` might mean).
+pub(crate) fn is_command(name: &str) -> bool {
+    use clap::CommandFactory;
+    Cli::command()
+        .get_subcommands()
+        .any(|c| c.get_name() == name)
+        || super::FEATURE_COMMANDS.iter().any(|(c, _)| *c == name)
 }

@@ -13,12 +13,74 @@ mod query;
 mod shared;
 
 use args::{Cli, Command};
+
+/// The optional features this binary was built with.
+fn features() -> String {
+    let on: Vec<&str> = [
+        ("mcp", cfg!(feature = "mcp")),
+        ("oauth", cfg!(feature = "oauth")),
+        ("redis", cfg!(feature = "redis")),
+        ("semantic", cfg!(feature = "semantic")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    if on.is_empty() {
+        "none beyond the compiler and runtime".to_string()
+    } else {
+        on.join(", ")
+    }
+}
+
+/// `--version`: the version and the features this binary was built with (what it can do).
+fn version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| format!("{} (features: {})", env!("CARGO_PKG_VERSION"), features()))
+}
+
+/// The commands a feature brings, with it.
+const FEATURE_COMMANDS: &[(&str, &str)] = &[
+    ("serve", "mcp"),
+    ("import", "mcp"),
+    ("approve", "mcp"),
+    ("token", "mcp"),
+];
+
+/// The command `asked` names and the feature it needs, when `built` says that feature is not
+/// in this binary.
+fn missing_feature(
+    asked: &str,
+    built: &dyn Fn(&str) -> bool,
+) -> Option<(&'static str, &'static str)> {
+    FEATURE_COMMANDS
+        .iter()
+        .find(|(c, f)| *c == asked && !built(f))
+        .copied()
+}
+
+/// A command this binary was built without says which feature it needs, instead of clap's
+/// "a similar subcommand exists: 'search'" for `serve`. Exit 2, as for any usage error.
+fn refuse_missing_feature() -> Option<ExitCode> {
+    let asked = std::env::args().nth(1)?;
+    let (command, feature) = missing_feature(&asked, &|f| f != "mcp" || cfg!(feature = "mcp"))?;
+    eprintln!(
+        "error: `toolreg {command}` needs the `{feature}` feature, and this toolreg was built without it (its features: {})",
+        features()
+    );
+    eprintln!(
+        "   = help: install one with it: cargo install --path . --locked --features {feature}"
+    );
+    Some(ExitCode::from(2))
+}
 use clap::Parser;
 use std::process::ExitCode;
 
 /// Parses the command line and runs the command; `batch` is called first by every command
 /// that runs once and exits (not by the long-running `serve`).
 pub fn run(batch: impl FnOnce()) -> ExitCode {
+    if let Some(code) = refuse_missing_feature() {
+        return code;
+    }
     let cli = Cli::parse();
     #[cfg(feature = "mcp")]
     let long_running = matches!(cli.command, Command::Serve(_));
@@ -98,5 +160,21 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
         Command::Approve(args) => mcp::approve(args),
         #[cfg(feature = "mcp")]
         Command::Token(args) => mcp::token(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_of_a_missing_feature_is_named_with_it() {
+        let without = |_: &str| false;
+        assert_eq!(missing_feature("serve", &without), Some(("serve", "mcp")));
+        assert_eq!(missing_feature("search", &without), None);
+        assert_eq!(missing_feature("serve", &|_: &str| true), None);
+        assert!(version().starts_with(env!("CARGO_PKG_VERSION")));
+        assert!(args::is_command("build") && args::is_command("serve"));
+        assert!(!args::is_command("onto.task.list"));
     }
 }

@@ -49,6 +49,13 @@ pub(super) fn help(
     let page = gw.help(&req);
     print_json(&page);
     if page.get("error").is_some() {
+        // `toolreg help build` reads the catalog's help pages; the command's own help is `--help`.
+        if super::args::is_command(req.path.trim()) {
+            eprintln!(
+                "note: `{0}` is a toolreg command; `toolreg {0} --help` explains it (`toolreg help PATH` reads the catalog's help pages)",
+                req.path.trim()
+            );
+        }
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
