@@ -75,7 +75,10 @@ fn check_names_every_changed_missing_and_extra_file_and_build_repairs_it() {
         msg.contains("/stray.md is not toolreg's") && msg.contains("left alone"),
         "{msg}"
     );
-    assert!(msg.contains("1 changed, 1 missing, 0 extra"), "{msg}");
+    assert!(
+        msg.contains("1 changed in content, 0 only in their version stamp, 1 missing, 0 extra"),
+        "{msg}"
+    );
     let refused = toolreg(&repo, &["build", "-d", d, "-o", o]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("[TR051]") && stderr(&refused).contains("stray.md"));
@@ -257,4 +260,45 @@ fn version_names_features_and_help_of_a_command_points_at_its_help() {
         "{}",
         common::stderr(&o)
     );
+}
+
+/// Issue 36 (in part): after a one-word edit, `check` names the files whose content changed,
+/// with their first difference, before the many that differ only in the version stamp they
+/// carry (named briefly, not one diff each).
+#[test]
+fn check_tells_content_changes_from_version_stamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = dir.path().join("defs");
+    common::copy_dir(&common::repo().join("definitions"), &defs);
+    let (d, o) = (defs.to_str().unwrap(), dir.path().join("out"));
+    let o = o.to_str().unwrap();
+    assert!(toolreg(dir.path(), &["build", "-d", d, "-o", o])
+        .status
+        .success());
+    let file = defs.join("calendar.json");
+    let text = fs::read_to_string(&file).unwrap();
+    let edited = text.replacen("List events", "List calendar events", 1);
+    assert_ne!(edited, text, "the edit applies");
+    fs::write(&file, edited).unwrap();
+    let r = toolreg(dir.path(), &["check", "-d", d, "-o", o]);
+    let msg = stderr(&r);
+    assert_eq!(r.status.code(), Some(1), "{msg}");
+    let content: Vec<&str> = msg
+        .lines()
+        .filter(|l| l.trim_start().starts_with("changed: "))
+        .collect();
+    assert!(
+        content.iter().any(|l| l.ends_with("/registry.json")),
+        "{msg}"
+    );
+    assert!(content.len() < 15, "content changes only: {msg}");
+    let stamps = msg
+        .lines()
+        .find(|l| l.trim_start().starts_with("version stamp only: "))
+        .unwrap_or_else(|| panic!("{msg}"));
+    assert!(stamps.contains(" more"), "{stamps}");
+    // Content first: every `changed:` line comes before the stamp-only line.
+    let stamp_at = msg.find("version stamp only").unwrap();
+    assert!(msg.rfind("changed: ").unwrap() < stamp_at, "{msg}");
+    assert!(msg.contains("only in their version stamp"), "{msg}");
 }
