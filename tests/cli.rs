@@ -302,3 +302,43 @@ fn check_tells_content_changes_from_version_stamps() {
     assert!(msg.rfind("changed: ").unwrap() < stamp_at, "{msg}");
     assert!(msg.contains("only in their version stamp"), "{msg}");
 }
+
+/// Issue 36 (in part): shell completions and a man page come from the clap definitions, so
+/// they name every command; the bash script parses, and the man page is roff with a NAME.
+#[test]
+fn completions_and_man_page_name_every_command() {
+    let repo = repo();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let o = toolreg(&repo, &["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let script = String::from_utf8_lossy(&o.stdout);
+        for cmd in ["build", "check", "search", "completions"] {
+            assert!(script.contains(cmd), "{shell} lacks {cmd}");
+        }
+    }
+    let bash = toolreg(&repo, &["completions", "bash"]).stdout;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("toolreg.bash");
+    fs::write(&file, &bash).unwrap();
+    let parsed = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(
+        parsed.success(),
+        "the bash completion script does not parse"
+    );
+    let man = toolreg(&repo, &["man"]);
+    assert!(man.status.success(), "{}", stderr(&man));
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(
+        page.contains(".TH toolreg 1") && page.contains(".SH NAME"),
+        "{page}"
+    );
+    assert!(page.contains("build") && page.contains("serve"), "{page}");
+    assert_eq!(
+        toolreg(&repo, &["completions", "tcsh"]).status.code(),
+        Some(2)
+    );
+}

@@ -188,6 +188,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         registry: RegistryFile,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout: `toolreg man > toolreg.1`
+    Man,
     /// Measure search against a query set: recall@k and MRR@10
     Eval {
         /// JSON lines: {"query": "...", "expected": ["tool name or op", ...]}

@@ -90,6 +90,25 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
         batch();
     }
     match cli.command {
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "toolreg", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let page = clap_mangen::Man::new(Cli::command());
+            match page.render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                // `toolreg man | head`: the reader left; nothing is wrong.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: cannot write the man page: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Build {
             defs,
             out,
