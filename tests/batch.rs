@@ -327,16 +327,11 @@ fn a_display_path_the_schema_lacks_stops_the_build_at_its_line() {
     );
     std::fs::write(&overlay, text).unwrap();
     let out = tmp.path().join("out");
-    let o = common::toolreg(
-        tmp.path(),
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let build = || {
+        let (d, o) = (defs.to_str().unwrap(), out.to_str().unwrap());
+        common::toolreg(tmp.path(), &["build", "-d", d, "--out", o])
+    };
+    let o = build();
     let err = common::stderr(&o);
     assert!(!o.status.success());
     assert!(
@@ -351,16 +346,7 @@ fn a_display_path_the_schema_lacks_stops_the_build_at_its_line() {
         .unwrap()
         .replace("args.headline", "result.goal.name");
     std::fs::write(&overlay, text).unwrap();
-    let o = common::toolreg(
-        tmp.path(),
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let o = build();
     assert!(o.status.success(), "{}", common::stderr(&o));
     let reg = toolreg::Registry::from_path(out.join("registry.json")).unwrap();
     let spec = toolreg::model::operation::spec(&reg.ops["onto.goal.create"]);

@@ -41,8 +41,8 @@ fn build(defs: &Path) -> (toolreg::Registry, String, tempfile::TempDir) {
 }
 
 /// Issue 38: the gateway costs the same small budget at any size, and no help page a model
-/// reads is over a page (the size report measures both in o200k tokens). Before: the 811-provider
-/// catalog's gateway was 8,091 tokens and its help root 31,683.
+/// reads is over a page (the size report measures both in o200k tokens). Before, as the issue
+/// measured it: the 811-provider catalog's gateway was 8,091 tokens, its largest help page 31,683.
 fn fixed_cost(tmp: &Path, gateway_max: u64, page_max: u64) {
     let report: Value =
         serde_json::from_slice(&std::fs::read(tmp.join("generated/report.json")).unwrap()).unwrap();

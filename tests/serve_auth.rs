@@ -29,6 +29,11 @@ fn registry(root: &Path) -> PathBuf {
 
 /// `registry`, with the write tool `removed` (of onto-write.json) left out of the catalog.
 fn registry_without(root: &Path, removed: Option<&str>) -> PathBuf {
+    registry_with(root, removed, "")
+}
+
+/// The example catalog with `[access]` and `extra` overlay text, without the tool `removed`.
+fn registry_with(root: &Path, removed: Option<&str>, extra: &str) -> PathBuf {
     let defs = root.join("defs");
     common::copy_dir(&common::repo().join("definitions"), &defs);
     if let Some(name) = removed {
@@ -45,6 +50,7 @@ fn registry_without(root: &Path, removed: Option<&str>) -> PathBuf {
     text.push_str(
         "\n[access.scopes.\"tools:read\"]\nkinds = [\"read\"]\n\n[access.scopes.\"tools:write\"]\nkinds = [\"read\", \"write\", \"destructive\"]\n",
     );
+    text.push_str(extra);
     std::fs::write(&overlay, text).unwrap();
     let gen = root.join("gen");
     let out = common::toolreg(
@@ -725,24 +731,7 @@ async fn the_key_fetch_is_single_flight_bounded_and_https_only() {
 
 /// `registry`, with the batch tool offered (`[gateway] batch = true`).
 fn registry_with_batch(root: &Path) -> PathBuf {
-    let gen = registry(root);
-    let overlay = root.join("defs/toolreg.toml");
-    let mut text = std::fs::read_to_string(&overlay).unwrap();
-    text.push_str("\n[gateway]\nbatch = true\n");
-    std::fs::write(&overlay, text).unwrap();
-    let defs = root.join("defs");
-    let out = common::toolreg(
-        root,
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            gen.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", common::stderr(&out));
-    gen
+    registry_with(root, None, "\n[gateway]\nbatch = true\n")
 }
 
 /// Over HTTP each batch item after the first takes a token of the caller's bucket: past the

@@ -95,6 +95,16 @@ async fn client(url: &str) -> RunningService<RoleClient, ()> {
     .unwrap()
 }
 
+/// A loopback address with a port free right now (for `--metrics`).
+fn free_address() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("127.0.0.1:{port}")
+}
+
 fn op_of(reg: &Value, tool: &str) -> String {
     reg["ops"]
         .as_object()
@@ -540,12 +550,7 @@ async fn the_redis_store_takes_over_only_voided_markers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_error_codes_never_become_labels() {
     let tmp = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let metrics = format!("127.0.0.1:{port}");
+    let metrics = free_address();
     let audit = tmp.path().join("audit.jsonl");
     let (served, reg) = start_with(
         tmp.path(),
@@ -768,12 +773,7 @@ async fn non_json_lines_from_an_upstream_are_logged() {
 async fn metrics_are_bounded_and_bad_bodies_get_json_rpc_errors() {
     use std::io::Read;
     let tmp = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let metrics = format!("127.0.0.1:{port}");
+    let metrics = free_address();
     let (served, _reg) = start_with(tmp.path(), &["--metrics", &metrics]);
     let held: Vec<std::net::TcpStream> = (0..4)
         .map(|_| std::net::TcpStream::connect(&metrics).unwrap())
