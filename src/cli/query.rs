@@ -305,6 +305,55 @@ pub(super) fn eval(
     }
 }
 
+/// `eval --calibrate`: `match` floors chosen on the team's in-scope and out-of-scope queries.
+pub(super) fn calibrate(
+    queries: PathBuf,
+    out_of_scope: PathBuf,
+    registry: RegistryFile,
+    format: Format,
+    ranking: Ranking,
+) -> ExitCode {
+    let gw = match registry.gateway_ranked(&ranking) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let mut texts = Vec::new();
+    for f in [&queries, &out_of_scope] {
+        match std::fs::read_to_string(f) {
+            Ok(t) => texts.push(t),
+            Err(e) => {
+                eprintln!("error: cannot read `{}`: {e}", f.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match toolreg::runtime::eval::calibrate(&gw, &texts[0], &texts[1]) {
+        Ok(v) => {
+            match format {
+                Format::Json => print_json(&v),
+                Format::Text => {
+                    println!(
+                        "{} signal: in scope ({} queries) none {}, strong {}; out of scope ({} queries) none {}, strong {}\n\nPut in toolreg.toml (then build again):\n\n{}",
+                        v["signal"].as_str().unwrap_or_default(),
+                        v["in_scope"]["queries"],
+                        v["in_scope"]["none"],
+                        v["in_scope"]["strong"],
+                        v["out_of_scope"]["queries"],
+                        v["out_of_scope"]["none"],
+                        v["out_of_scope"]["strong"],
+                        v["toml"].as_str().unwrap_or_default()
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// `eval --compare`: lexical, then hybrid, over the same queries.
 fn eval_compare(
     gw: &toolreg::runtime::Gateway,

@@ -118,6 +118,10 @@ pub struct SourcesSpec {
 pub struct SearchSpec {
     /// Weight of semantic similarity in hybrid search, 0..1 (feature `semantic`).
     pub semantic_weight: Option<Spanned<f64>>,
+    /// `match` floors for lexical search, from `toolreg eval --calibrate` on the team's queries.
+    pub match_lexical: Option<Spanned<crate::model::registry::MatchFloors>>,
+    /// `match` floors for hybrid search with the team's model.
+    pub match_hybrid: Option<Spanned<crate::model::registry::MatchFloors>>,
 }
 
 /// `[upstreams.NAME]`: how to reach the MCP server whose tools are in `NAME.mcp.json`; either a

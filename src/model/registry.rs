@@ -458,11 +458,30 @@ pub struct SearchSettings {
     /// the runtime's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semantic_weight: Option<f64>,
+    /// `match` floors chosen on the team's own queries (`toolreg eval --calibrate`) for lexical
+    /// search (the signal is the best op's coverage of the query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_lexical: Option<MatchFloors>,
+    /// The same for hybrid search (the nearest op's cosine plus half the coverage), with the
+    /// model the team calibrated on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_hybrid: Option<MatchFloors>,
+}
+
+/// Where `match` changes: below `none_below` no op does what was asked; from `strong_from` the
+/// best op does.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatchFloors {
+    pub none_below: f64,
+    pub strong_from: f64,
 }
 
 impl SearchSettings {
     pub fn is_unset(&self) -> bool {
         self.semantic_weight.is_none()
+            && self.match_lexical.is_none()
+            && self.match_hybrid.is_none()
     }
 }
 

@@ -265,6 +265,70 @@ pub fn out_of_scope(gw: &Gateway, jsonl: &str) -> Result<Value, String> {
     }))
 }
 
+/// The share of in-scope queries `--calibrate` lets be answered `none`.
+pub const CALIBRATE_IN_SCOPE_NONE: f64 = 0.05;
+
+/// The share of out-of-scope queries `--calibrate` lets be answered `strong`.
+pub const CALIBRATE_OUT_OF_SCOPE_STRONG: f64 = 0.02;
+
+/// `match` floors chosen on a team's own queries (`eval --calibrate`): `none_below` the highest
+/// floor under which at most 5% of the in-scope queries fall, `strong_from` the lowest from which
+/// at most 2% of the out-of-scope ones are `strong` (and never below `none_below`). For the
+/// signal this gateway decides on: hybrid (cosine plus half the coverage) when a model is fused,
+/// else lexical (coverage). Returns the TOML to put under `[search]` and the shares it gives on
+/// these queries. Exact names and queries no op matched are left out: their `match` is fixed.
+pub fn calibrate(gw: &Gateway, in_scope: &str, out_of_scope: &str) -> Result<Value, String> {
+    let hybrid = gw.has_hybrid();
+    let signal = |q: &str| -> Option<f64> {
+        let (coverage, cosine) = gw.match_signals(q)?;
+        match (hybrid, cosine) {
+            (true, Some(c)) => Some(super::search::hybrid_signal(coverage, c)),
+            (true, None) => None,
+            (false, _) => Some(coverage),
+        }
+    };
+    let mut inside: Vec<f64> = lines(in_scope)?
+        .into_iter()
+        .filter_map(|(_, l)| signal(&l.query))
+        .collect();
+    let mut outside: Vec<f64> = lines(out_of_scope)?
+        .into_iter()
+        .filter_map(|(_, l)| signal(&l.query))
+        .collect();
+    if inside.len() < 20 || outside.len() < 20 {
+        return Err(format!(
+            "calibration needs at least 20 scored queries of each kind; got {} in scope and {} out of scope",
+            inside.len(),
+            outside.len()
+        ));
+    }
+    inside.sort_by(f64::total_cmp);
+    outside.sort_by(f64::total_cmp);
+    // At most this many in-scope queries may fall below `none_below`: the floor is the next one.
+    let none_below = inside[(CALIBRATE_IN_SCOPE_NONE * inside.len() as f64).floor() as usize];
+    let allowed_strong = (CALIBRATE_OUT_OF_SCOPE_STRONG * outside.len() as f64).floor() as usize;
+    let above = outside[outside.len() - 1 - allowed_strong];
+    // Just above that out-of-scope signal (a floor is `>=`), rounded up to the fourth decimal.
+    let strong_from = (((above * 10_000.0).floor() + 1.0) / 10_000.0).max(none_below);
+    let none_below = (none_below * 10_000.0).floor() / 10_000.0;
+    let share = |v: &[f64], f: &dyn Fn(f64) -> bool| {
+        round4(v.iter().filter(|x| f(**x)).count() as f64 / v.len() as f64)
+    };
+    let key = if hybrid {
+        "match_hybrid"
+    } else {
+        "match_lexical"
+    };
+    Ok(json!({
+        "signal": if hybrid { "hybrid" } else { "lexical" },
+        "none_below": none_below,
+        "strong_from": strong_from,
+        "toml": format!("[search]\n{key} = {{ none_below = {none_below}, strong_from = {strong_from} }}\n"),
+        "in_scope": {"queries": inside.len(), "none": share(&inside, &|x| x < none_below), "strong": share(&inside, &|x| x >= strong_from)},
+        "out_of_scope": {"queries": outside.len(), "none": share(&outside, &|x| x < none_below), "strong": share(&outside, &|x| x >= strong_from)},
+    }))
+}
+
 /// Paired comparison of two runs over the same queries (`base`, then `other`): for recall@k and
 /// MRR@10, both values, the difference, and a 95% paired bootstrap interval of the difference
 /// (queries resampled with replacement, `resamples` times, a fixed seed: the same input gives the

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 /// The default weight of the semantic score in the fusion (0 = lexical only, 1 = semantic only),
 /// chosen on the dev sets (docs/guide.md, semantic search), never on the held-out split.
-pub const DEFAULT_WEIGHT: f64 = 0.3;
+pub const DEFAULT_WEIGHT: f64 = 0.4;
 
 /// Query embeddings kept.
 const CACHE: usize = 256;

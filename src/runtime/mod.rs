@@ -328,17 +328,26 @@ impl Gateway {
         self.help.unknown_among(&self.registry, asked, visible)
     }
 
-    /// How well a query's best op fits (`match` of its search answer) and that op's lexical
-    /// coverage of the query (`None` when no op matched a word): what `eval` measures
-    /// abstention with.
+    /// How well a query's best op fits (`match` of its search answer) and that op's coverage
+    /// of the query (`None` for an exact name or when no op matched a word): what `eval`
+    /// measures abstention with.
     pub fn assess(&self, query: &str) -> (search::Match, Option<f64>) {
         let mut req = SearchRequest::query(query);
         req.limit = Some(1);
         let fit = self.search(&req).match_;
-        let coverage = self.index().best_coverage(&self.registry, query, &|r| {
-            !r.hidden && self.scope.refuses(r).is_none()
-        });
-        (fit, coverage)
+        (fit, self.match_signals(query).map(|(coverage, _)| coverage))
+    }
+
+    /// The signals `match` is decided on for a query, as this gateway searches: the best op's
+    /// coverage and, with hybrid ranking, the nearest op's cosine (`eval --calibrate`).
+    pub fn match_signals(&self, query: &str) -> Option<(f64, Option<f32>)> {
+        let semantic = self.semantic(query);
+        self.index().match_signals(
+            &self.registry,
+            query,
+            &|r| !r.hidden && self.scope.refuses(r).is_none(),
+            semantic.as_ref().map(|(s, w)| (s.as_slice(), *w)),
+        )
     }
 
     /// An index over only the ops `visible` names, for a caller who may see no others: its

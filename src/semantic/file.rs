@@ -2,7 +2,7 @@
 //! header says which model made the vectors and for which registry; each op carries a hash of
 //! the text its vector came from, so the previous file is the cache of the next build.
 
-use super::{op_text, Encoder, ModelIdentity};
+use super::{op_phrasings, op_text, Encoder, ModelIdentity};
 use crate::registry::Registry;
 use serde::{Deserialize, Serialize};
 
@@ -134,19 +134,35 @@ pub fn build(
                 .collect()
         })
         .unwrap_or_default();
-    let texts: Vec<String> = reg.ops.values().map(op_text).collect();
-    let hashes: Vec<String> = texts.iter().map(|t| text_hash(t)).collect();
+    // Each op's texts: its own, then the overlay's phrasings (when_to_use, queries). Its vector
+    // is their normalized mean, so an op is found near the way its users ask for it (usage
+    // embeddings, as Tool2Vec measured); an op with no phrasings keeps its text's vector.
+    let texts: Vec<Vec<String>> = reg
+        .ops
+        .values()
+        .map(|r| {
+            let mut t = vec![op_text(r)];
+            t.extend(op_phrasings(r));
+            t
+        })
+        .collect();
+    let hashes: Vec<String> = texts.iter().map(|t| text_hash(&t.join("\n"))).collect();
     let missing: Vec<usize> = (0..texts.len())
         .filter(|&i| !reusable.contains_key(hashes[i].as_str()))
         .collect();
-    let fresh = encoder.embed(
-        &missing
-            .iter()
-            .map(|&i| texts[i].as_str())
-            .collect::<Vec<_>>(),
-    )?;
-    let mut fresh: std::collections::HashMap<usize, Vec<f32>> =
-        missing.iter().copied().zip(fresh).collect();
+    let flat: Vec<&str> = missing
+        .iter()
+        .flat_map(|&i| texts[i].iter().map(String::as_str))
+        .collect();
+    let mut embedded = encoder.embed(&flat)?.into_iter();
+    let mut fresh: std::collections::HashMap<usize, Vec<f32>> = Default::default();
+    for &i in &missing {
+        let parts: Vec<Vec<f32>> = embedded.by_ref().take(texts[i].len()).collect();
+        if parts.len() != texts[i].len() {
+            return Err("the encoder returned fewer vectors than texts".into());
+        }
+        fresh.insert(i, mean_unit(&parts, model.dimensions));
+    }
     let mut bytes = Vec::with_capacity(texts.len() * model.dimensions * 2);
     for (i, hash) in hashes.iter().enumerate() {
         let v = match fresh.remove(&i) {
@@ -184,4 +200,22 @@ pub fn build(
     let mut text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
     text.push('\n');
     Ok((text, missing.len()))
+}
+
+/// The normalized mean of unit vectors (one vector is returned as it is).
+fn mean_unit(parts: &[Vec<f32>], dims: usize) -> Vec<f32> {
+    if parts.len() == 1 {
+        return parts[0].clone();
+    }
+    let mut sum = vec![0.0f32; dims];
+    for p in parts {
+        for (s, x) in sum.iter_mut().zip(p) {
+            *s += x;
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        sum.iter_mut().for_each(|x| *x /= norm);
+    }
+    sum
 }

@@ -65,6 +65,23 @@ pub fn op_text(r: &OpRecord) -> String {
     text
 }
 
+/// The most phrasings of one op that are embedded (the overlay is the team's, but a generated
+/// one can be long: the build's cost stays bounded).
+pub const MAX_PHRASINGS: usize = 64;
+
+/// The overlay's phrasings of an op (`when_to_use`, then `queries`), embedded beside its text:
+/// its vector is their mean with the text's.
+pub fn op_phrasings(r: &OpRecord) -> Vec<String> {
+    r.when_to_use
+        .iter()
+        .chain(&r.queries)
+        .map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .take(MAX_PHRASINGS)
+        .map(|t| crate::model::text::clip_chars(t, 2048).to_string())
+        .collect()
+}
+
 /// Cosine of unit vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()

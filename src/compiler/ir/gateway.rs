@@ -197,9 +197,38 @@ pub(super) fn search_settings(
                 format!("[search] semantic_weight = {value} is not within 0..1"),
             )
             .at(lo.loc(w.span()))
-            .help("0 ranks lexically only, 1 by semantic similarity only; the default is 0.3"),
+            .help("0 ranks lexically only, 1 by semantic similarity only; the default is 0.4"),
         );
         None
     });
-    crate::registry::SearchSettings { semantic_weight }
+    // A floor pair out of order, or outside what the signal can reach, would make `match`
+    // say one thing always: refused at its line.
+    let mut floors = |key: &str,
+                      spec: &Option<toml::Spanned<crate::model::registry::MatchFloors>>,
+                      top: f64| {
+        let f = spec.as_ref()?;
+        let v = *f.get_ref();
+        if (0.0..=v.strong_from).contains(&v.none_below) && v.strong_from <= top {
+            return Some(v);
+        }
+        diags.push(
+            Diagnostic::new(
+                Code::OverlayInvalid,
+                format!(
+                    "[search] {key} = {{ none_below = {}, strong_from = {} }} is not 0 <= none_below <= strong_from <= {top}",
+                    v.none_below, v.strong_from
+                ),
+            )
+            .at(lo.loc(f.span()))
+            .help("`toolreg eval --calibrate --queries IN_SCOPE --out-of-scope NONE` prints floors chosen on your queries"),
+        );
+        None
+    };
+    let match_lexical = floors("match_lexical", &lo.overlay.search.match_lexical, 1.0);
+    let match_hybrid = floors("match_hybrid", &lo.overlay.search.match_hybrid, 1.5);
+    crate::registry::SearchSettings {
+        semantic_weight,
+        match_lexical,
+        match_hybrid,
+    }
 }

@@ -19,7 +19,7 @@ pub use words::{stem, tokenize};
 use nearest::nearest_by_spelling;
 use words::{is_stop, one_deletions, phrasing, raw_words, typo_candidate, MIN_TYPO_LEN};
 
-use crate::registry::{Kind, OpRecord, Registry};
+use crate::model::registry::{Kind, MatchFloors, OpRecord, Registry};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -192,43 +192,59 @@ impl Match {
     }
 }
 
-/// The floors that decide `match`, chosen on the development sets only (tests/eval/README.md:
-/// the MetaTool dev split with its out-of-scope dev split, the phrasing dev set, the seed
-/// queries; never a held-out split) so that at most about 5% of in-scope dev queries are
-/// answered `none` and no out-of-scope dev query `strong`.
+/// The default floors that decide `match`, chosen on the development sets only
+/// (tests/eval/README.md: the MetaTool dev split with its out-of-scope dev split, the phrasing
+/// dev set, the seed queries; never a held-out split) so that at most about 5% of in-scope dev
+/// queries are answered `none` and no out-of-scope dev query `strong`. A registry may carry its
+/// own, chosen on the team's queries (`[search] match_lexical` / `match_hybrid`, printed by
+/// `toolreg eval --calibrate`).
 ///
 /// Lexical search decides on the best op's coverage of the query (`SearchIndex::coverage`):
 /// `none` below 0.045 (in-scope dev 3.7% none, out-of-scope dev 13% none), `strong` from 0.5
 /// (out-of-scope dev 0% strong; the first result was right for 82% of in-scope `strong`).
-pub const NONE_BELOW: f64 = 0.045;
+pub const LEXICAL_FLOORS: MatchFloors = MatchFloors {
+    none_below: 0.045,
+    strong_from: 0.5,
+};
 
-pub const STRONG_FROM: f64 = 0.5;
+/// With the bundled encoder fused in, the signal is the nearest op's cosine plus half the best
+/// op's coverage (`hybrid_signal`). A team's own model (`--model`) has another cosine scale, so
+/// its answers use the lexical floors until the registry carries floors calibrated for it.
+pub const BUNDLED_HYBRID_FLOORS: MatchFloors = MatchFloors {
+    none_below: HYBRID_NONE_BELOW,
+    strong_from: HYBRID_STRONG_FROM,
+};
 
-/// With the bundled encoder fused in, the signal is the best op's cosine plus half its
-/// coverage: `none` below 0.31 (in-scope dev 4.5%, out-of-scope dev 29% none), `strong` from
-/// 0.7 (out-of-scope dev 0%; first result right for 81%). A team's own model (`--model`) has
-/// another cosine scale, so its answers use the lexical floors until they are calibrated.
 pub const HYBRID_NONE_BELOW: f64 = 0.31;
 
 pub const HYBRID_STRONG_FROM: f64 = 0.7;
 
-/// `match` from the best op's coverage and, when the bundled encoder is fused in, its cosine.
-pub fn match_for(coverage: f64, cosine: Option<f32>) -> Match {
-    let (signal, none_below, strong_from) = match cosine {
-        Some(c) => (
-            f64::from(c) + 0.5 * coverage,
-            HYBRID_NONE_BELOW,
-            HYBRID_STRONG_FROM,
-        ),
-        None => (coverage, NONE_BELOW, STRONG_FROM),
-    };
-    if signal >= strong_from {
+/// The hybrid `match` signal: the nearest op's cosine plus half the best op's coverage.
+pub fn hybrid_signal(coverage: f64, cosine: f32) -> f64 {
+    f64::from(cosine) + 0.5 * coverage
+}
+
+/// `match` of a signal under a pair of floors.
+pub fn match_for(signal: f64, floors: MatchFloors) -> Match {
+    if signal >= floors.strong_from {
         Match::Strong
-    } else if signal < none_below {
+    } else if signal < floors.none_below {
         Match::None
     } else {
         Match::Weak
     }
+}
+
+/// What decides `match` for one query.
+enum Signals {
+    /// No op matched.
+    Nothing,
+    /// An exact op or tool name.
+    Exact,
+    Scored {
+        coverage: f64,
+        cosine: Option<f32>,
+    },
 }
 
 /// Each word of a query with the terms it stands for and their weights (`term_groups`).
@@ -261,8 +277,13 @@ pub struct SearchIndex {
     deletions: HashMap<String, Vec<String>>,
     /// Multi-word phrases (as raw words) -> catalog words.
     phrases: Vec<(Vec<String>, Vec<String>)>,
-    /// See `set_calibrated_dense`.
-    calibrated_dense: bool,
+    /// The floors of lexical `match`: the registry's, else the defaults.
+    lexical_floors: MatchFloors,
+    /// The registry's hybrid floors, when it was calibrated for its model.
+    registry_hybrid_floors: Option<MatchFloors>,
+    /// The floors of hybrid `match` for the fused model, when they are known (see
+    /// `set_calibrated_dense`); otherwise hybrid answers use the lexical floors.
+    hybrid_floors: Option<MatchFloors>,
 }
 
 /// When a query names several entities, the first is usually the object ("tasks in this
@@ -439,7 +460,9 @@ impl SearchIndex {
             synonyms,
             write_actions,
             limits: SearchLimits::default(),
-            calibrated_dense: false,
+            lexical_floors: reg.search.match_lexical.unwrap_or(LEXICAL_FLOORS),
+            registry_hybrid_floors: reg.search.match_hybrid,
+            hybrid_floors: reg.search.match_hybrid,
         }
     }
 
@@ -554,29 +577,75 @@ impl SearchIndex {
         sims: Option<&[f32]>,
         allowed: &dyn Fn(&OpRecord) -> bool,
     ) -> Match {
+        match self.signals(reg, groups, best, sims, allowed) {
+            Signals::Nothing => Match::None,
+            Signals::Exact => Match::Strong,
+            Signals::Scored { coverage, cosine } => match (cosine, self.hybrid_floors) {
+                (Some(c), Some(floors)) => match_for(hybrid_signal(coverage, c), floors),
+                _ => match_for(coverage, self.lexical_floors),
+            },
+        }
+    }
+
+    /// What `match` is decided on (see `fit`).
+    fn signals(
+        &self,
+        reg: &Registry,
+        groups: &Groups,
+        best: Option<(u32, f64)>,
+        sims: Option<&[f32]>,
+        allowed: &dyn Fn(&OpRecord) -> bool,
+    ) -> Signals {
         match best {
-            None => Match::None,
-            Some((_, s)) if !s.is_finite() => Match::Strong,
+            None => Signals::Nothing,
+            Some((_, s)) if !s.is_finite() => Signals::Exact,
             Some((d, _)) => {
-                let cosine = sims
-                    .filter(|s| self.calibrated_dense && s.len() == self.ops.len())
-                    .and_then(|s| {
-                        reg.ops
-                            .values()
-                            .zip(s)
-                            .filter(|(r, _)| allowed(r))
-                            .map(|(_, c)| *c)
-                            .reduce(f32::max)
-                    });
-                match_for(self.coverage(groups, d), cosine)
+                let cosine = sims.filter(|s| s.len() == self.ops.len()).and_then(|s| {
+                    reg.ops
+                        .values()
+                        .zip(s)
+                        .filter(|(r, _)| allowed(r))
+                        .map(|(_, c)| *c)
+                        .reduce(f32::max)
+                });
+                Signals::Scored {
+                    coverage: self.coverage(groups, d),
+                    cosine,
+                }
             }
         }
     }
 
-    /// Whether the fused dense model is the one the hybrid `match` floors were chosen for (the
-    /// bundled encoder); otherwise `match` uses the lexical floors.
-    pub fn set_calibrated_dense(&mut self, calibrated: bool) {
-        self.calibrated_dense = calibrated;
+    /// Whether the fused dense model is the bundled one, whose hybrid `match` floors are the
+    /// defaults; a registry calibrated for its model (`[search] match_hybrid`) uses its own
+    /// floors with any model. Otherwise `match` uses the lexical floors.
+    pub fn set_calibrated_dense(&mut self, bundled: bool) {
+        self.hybrid_floors = self
+            .registry_hybrid_floors
+            .or(bundled.then_some(BUNDLED_HYBRID_FLOORS));
+    }
+
+    /// The signals `match` reads for a query, as search decides them (ranking fused when
+    /// `semantic` is given): the best op's coverage and the nearest op's cosine; `None` for an
+    /// exact name or when no op matched. `eval --calibrate` chooses floors from them.
+    pub fn match_signals(
+        &self,
+        reg: &Registry,
+        query: &str,
+        allowed: &dyn Fn(&OpRecord) -> bool,
+        semantic: Option<(&[f32], f64)>,
+    ) -> Option<(f64, Option<f32>)> {
+        let (ranked, groups) = self.rank_ids(reg, query, allowed, semantic);
+        match self.signals(
+            reg,
+            &groups,
+            ranked.first().copied(),
+            semantic.map(|(s, _)| s),
+            allowed,
+        ) {
+            Signals::Scored { coverage, cosine } => Some((coverage, cosine)),
+            _ => None,
+        }
     }
 
     /// `match` of a query over the ops `allowed` lets through (what seed 001's searches report).
@@ -596,22 +665,6 @@ impl SearchIndex {
             semantic.map(|(s, _)| s),
             &allowed,
         )
-    }
-
-    /// The best op's coverage of a query (`eval` reports it beside `match`, for choosing the
-    /// floors); `None` when no op matched a word.
-    pub fn best_coverage(
-        &self,
-        reg: &Registry,
-        query: &str,
-        allowed: &dyn Fn(&OpRecord) -> bool,
-    ) -> Option<f64> {
-        let (ranked, groups) = self.rank_ids(reg, query, allowed, None);
-        let (d, s) = *ranked.first()?;
-        if !s.is_finite() {
-            return Some(1.0);
-        }
-        Some(self.coverage(&groups, d))
     }
 
     /// How much of what the query asks op `d` covers, 0..1: each query word weighs its inverse
@@ -1063,19 +1116,12 @@ fn covers(reg: &Registry, near: &[&str], allowed: &dyn Fn(&OpRecord) -> bool) ->
     }
 }
 
-/// The cosine an op needs to be a candidate on meaning alone (no word of the query in it). For
-/// paraphrase-MiniLM, unrelated sentences score about 0 to 0.2.
-const SEMANTIC_FLOOR: f32 = 0.3;
-
-/// How many ops the semantic score may lift: the query's nearest ops by meaning. A lift for every
-/// op let a broad topic word ("task") carry all its ops past a precise lexical match; with four,
-/// an op lexical search ranks r stays within r + 4. Chosen on the dev sets (docs/guide.md).
-const SEMANTIC_TOP: usize = 4;
-
-/// Fusion: the query's `SEMANTIC_TOP` nearest allowed ops by cosine get a bonus of `weight`
-/// times their cosine scaled between the worst and best allowed op, in units of the query's best
-/// lexical score; every other op keeps its lexical score. An exact name (infinite score) stays
-/// first; a nearest op no query word reaches joins when its cosine clears the floor.
+/// Fusion, a convex combination over every allowed op: `(1 - weight)` of its lexical score and
+/// `weight` of its cosine scaled between the worst and best allowed op, both in units of the
+/// query's best lexical score (so confidences read as before). An exact name (infinite score)
+/// stays first. Chosen on the dev sets over reciprocal-rank fusion and over lifting only the few
+/// nearest ops (docs/guide.md, search quality): those kept a broad topic word from carrying its
+/// ops past a precise match, but left most of what the encoder knows unused.
 fn fuse(
     scores: &mut [f64],
     touched: &mut Vec<u32>,
@@ -1083,7 +1129,7 @@ fn fuse(
     weight: f64,
     allowed: &dyn Fn(usize) -> bool,
 ) {
-    let mut candidates: Vec<usize> = (0..scores.len()).filter(|&d| allowed(d)).collect();
+    let candidates: Vec<usize> = (0..scores.len()).filter(|&d| allowed(d)).collect();
     if candidates.is_empty() {
         return;
     }
@@ -1098,16 +1144,15 @@ fn fuse(
         .map(|&d| sims[d])
         .fold((f32::MAX, f32::MIN), |(lo, hi), s| (lo.min(s), hi.max(s)));
     let span = f64::from(hi - lo).max(1e-6);
-    // Nearest first; ties by index, so the order is deterministic.
-    candidates.sort_by(|&a, &b| sims[b].total_cmp(&sims[a]).then(a.cmp(&b)));
-    for &d in candidates.iter().take(SEMANTIC_TOP) {
-        if !scores[d].is_finite() || (scores[d] == 0.0 && sims[d] < SEMANTIC_FLOOR) {
+    for &d in &candidates {
+        if !scores[d].is_finite() {
             continue;
         }
-        if scores[d] == 0.0 {
+        let dense = f64::from(sims[d] - lo) / span;
+        if scores[d] == 0.0 && dense > 0.0 {
             touched.push(d as u32);
         }
-        scores[d] += weight * f64::from(sims[d] - lo) / span * unit;
+        scores[d] = (1.0 - weight) * scores[d] + weight * dense * unit;
     }
 }
 
