@@ -115,7 +115,19 @@ fn the_runtime_overlay_keys_parse_without_unknown_keys() {
     assert_eq!(overlay.synonyms["todo"], ["task"]);
     assert_eq!(overlay.clusters.len(), 1);
     let weight = overlay.search.semantic_weight.map(|w| w.into_inner());
-    assert_eq!(weight, Some(0.3));
+    assert_eq!(
+        weight,
+        Some(0.4),
+        "the default, runtime::hybrid::DEFAULT_WEIGHT"
+    );
+    // The floors the guide shows are the defaults they say they are.
+    let lexical = overlay.search.match_lexical.map(|f| f.into_inner());
+    assert_eq!(lexical, Some(toolreg::runtime::search::LEXICAL_FLOORS));
+    let hybrid = overlay.search.match_hybrid.map(|f| f.into_inner());
+    assert_eq!(
+        hybrid,
+        Some(toolreg::runtime::search::BUNDLED_HYBRID_FLOORS)
+    );
 }
 
 /// GitHub's anchor for a heading: lowercase, spaces to `-`, punctuation dropped.
