@@ -252,6 +252,16 @@ pub(crate) enum Command {
         #[arg(long)]
         stdout: bool,
     },
+    /// Add requests your users made to the overlay: each op's `queries` (searched as words and,
+    /// with the vectors emitter, embedded with the op), from JSON lines {"query": "...",
+    /// "expected": ["op or tool name", ...]}, e.g. a log of which op served which request
+    Learn {
+        #[command(flatten)]
+        defs: Definitions,
+        /// The requests, as JSON lines
+        #[arg(long, value_name = "FILE")]
+        queries: PathBuf,
+    },
     /// Snapshot a live MCP server's tools into the definitions (`import mcp NAME -- CMD ARGS...`),
     /// or check every recorded server against its snapshot (`import --check`)
     #[cfg(feature = "mcp")]

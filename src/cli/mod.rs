@@ -168,6 +168,7 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             force,
             stdout,
         } => build::init(&defs, force, stdout),
+        Command::Learn { defs, queries } => build::learn(&defs, &queries),
         Command::Diff {
             old,
             new,

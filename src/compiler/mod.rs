@@ -16,6 +16,7 @@ pub mod examples;
 mod fold;
 pub mod infer;
 pub mod ir;
+pub mod learn;
 pub mod lint;
 pub mod load;
 pub mod normalize;

@@ -574,18 +574,9 @@ impl SearchIndex {
                 .is_some_and(|l| l.binary_search_by_key(&d, |(i, _)| *i).is_ok())
     }
 
-    /// `match` for a query whose best op (by index) scored `best`; `sims` are the query's
-    /// cosines when hybrid ranking is on: the nearest allowed op's cosine says whether anything
-    /// in the catalog means what was asked.
-    fn fit(
-        &self,
-        reg: &Registry,
-        groups: &Groups,
-        best: Option<(u32, f64)>,
-        sims: Option<&[f32]>,
-        allowed: &dyn Fn(&OpRecord) -> bool,
-    ) -> Match {
-        match self.signals(reg, groups, best, sims, allowed) {
+    /// `match` from what it is decided on (`signals`).
+    fn fit(&self, signals: Signals) -> Match {
+        match signals {
             Signals::Nothing => Match::None,
             Signals::Exact => Match::Strong,
             Signals::Scored { coverage, cosine } => match (cosine, self.hybrid_floors) {
@@ -595,7 +586,9 @@ impl SearchIndex {
         }
     }
 
-    /// What `match` is decided on (see `fit`).
+    /// What `match` is decided on for a query whose best op (by index) scored `best`; `sims`
+    /// are the query's cosines when hybrid ranking is on: the nearest allowed op's cosine says
+    /// whether anything in the catalog means what was asked.
     fn signals(
         &self,
         reg: &Registry,
@@ -666,13 +659,13 @@ impl SearchIndex {
     ) -> Match {
         let allowed = |r: &OpRecord| allowed(r) && !r.hidden;
         let (ranked, groups) = self.rank_ids(reg, query, &allowed, semantic);
-        self.fit(
+        self.fit(self.signals(
             reg,
             &groups,
             ranked.first().copied(),
             semantic.map(|(s, _)| s),
             &allowed,
-        )
+        ))
     }
 
     /// How much of what the query asks op `d` covers, 0..1: each query word weighs its inverse
@@ -933,13 +926,13 @@ impl SearchIndex {
                     .is_none_or(|e| r.entity.as_deref() == Some(e))
         };
         let (ranked, groups) = self.rank_ids(reg, &req.query, &allowed, semantic);
-        let fit = self.fit(
+        let fit = self.fit(self.signals(
             reg,
             &groups,
             ranked.first().copied(),
             semantic.map(|(s, _)| s),
             &allowed,
-        );
+        ));
         let limit = req.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
         let offset: usize = req
             .cursor
