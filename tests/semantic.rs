@@ -47,6 +47,17 @@ fn vectors_are_cached_checked_and_fused_into_search() {
     edited.ops.get_mut(&first).unwrap().description = "Something else entirely.".into();
     let (_, embedded) = semantic::build(&edited, &encoder, Some(&file)).unwrap();
     assert_eq!(embedded, 1);
+    // A phrasing in the overlay moves its op's vector (the mean of its text's and its
+    // phrasings'): that op alone is embedded again, under another hash, with another vector.
+    let mut phrased = reg.clone();
+    phrased.ops.get_mut(&first).unwrap().queries = vec!["teach my kid the alphabet".into()];
+    let (phrased_text, embedded) = semantic::build(&phrased, &encoder, Some(&file)).unwrap();
+    assert_eq!(embedded, 1);
+    let phrased_file = VectorFile::parse(&phrased_text).unwrap();
+    assert_eq!(phrased_file.ops[0].op, first);
+    assert_ne!(phrased_file.ops[0].text, file.ops[0].text);
+    assert_eq!(phrased_file.ops[1..], file.ops[1..]);
+    assert_ne!(phrased_file.data, file.data);
 
     // Vectors of another model or registry are refused, with what to do.
     let other = Relabeled(

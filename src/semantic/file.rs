@@ -146,7 +146,10 @@ pub fn build(
             t
         })
         .collect();
-    let hashes: Vec<String> = texts.iter().map(|t| text_hash(&t.join("\n"))).collect();
+    // An op without phrasings keeps its text's hash (earlier files stay a valid cache); with
+    // them, NUL separates the texts (a control character the poisoning lint refuses in
+    // catalog text), so moving a line between description and phrasings changes the hash.
+    let hashes: Vec<String> = texts.iter().map(|t| text_hash(&t.join("\0"))).collect();
     let missing: Vec<usize> = (0..texts.len())
         .filter(|&i| !reusable.contains_key(hashes[i].as_str()))
         .collect();
