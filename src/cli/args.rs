@@ -262,6 +262,9 @@ pub(crate) enum Command {
         #[arg(long, value_name = "FILE")]
         queries: PathBuf,
     },
+    /// Print the JSON Schema of toolreg.toml, for editors (`#:schema ./toolreg.schema.json` at
+    /// the top of the file, read by taplo and Even Better TOML)
+    Schema,
     /// Snapshot a live MCP server's tools into the definitions (`import mcp NAME -- CMD ARGS...`),
     /// or check every recorded server against its snapshot (`import --check`)
     #[cfg(feature = "mcp")]

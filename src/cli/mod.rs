@@ -169,6 +169,10 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             stdout,
         } => build::init(&defs, force, stdout),
         Command::Learn { defs, queries } => build::learn(&defs, &queries),
+        Command::Schema => {
+            print!("{}", toolreg::compiler::overlay::json_schema());
+            ExitCode::SUCCESS
+        }
         Command::Diff {
             old,
             new,

@@ -6,6 +6,7 @@
 
 use crate::diag::{nearest, Code, Diagnostic, Diagnostics, Location};
 use crate::registry::Kind;
+use schemars08::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -18,27 +19,34 @@ use toml::Spanned;
 /// The overlay's file name inside the definitions folder.
 pub const OVERLAY_FILE: &str = "toolreg.toml";
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct Overlay {
     #[serde(default)]
     pub registry: RegistryMeta,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, GroupSpec>")]
     pub groups: BTreeMap<Spanned<String>, GroupSpec>,
     /// Singular -> plural (or a table with `plural` and `summary`).
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, EntityEntry>")]
     pub entities: BTreeMap<Spanned<String>, EntityEntry>,
     /// Ordered pattern rules; the first that matches wins.
     #[serde(default)]
+    #[schemars(with = "Vec<Rule>")]
     pub rules: Vec<Spanned<Rule>>,
     /// Exact tool name -> op (or a table with `op`, `kind`, `destructive`). Checked first.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, SpecialEntry>")]
     pub special: BTreeMap<Spanned<String>, SpecialEntry>,
     /// Takes names no special case or rule takes, with a warning.
     #[serde(default)]
+    #[schemars(with = "Option<Fallback>")]
     pub fallback: Option<Spanned<Fallback>>,
     /// Per-op overrides, keyed by op.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, OpOverride>")]
     pub ops: BTreeMap<Spanned<String>, OpOverride>,
     /// Generic verb lists used when no rule or override says kind/destructive.
     #[serde(default)]
@@ -48,6 +56,7 @@ pub struct Overlay {
     pub policy_cues: PolicyCues,
     /// Per-context subsets of ops, emitted as typed tool lists.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, ProfileSpec>")]
     pub profiles: BTreeMap<Spanned<String>, ProfileSpec>,
     /// Size budgets (o200k tokens) for surfaces.
     #[serde(default)]
@@ -63,9 +72,11 @@ pub struct Overlay {
     pub synonyms: BTreeMap<String, Vec<String>>,
     /// Clusters of ops for per-turn tool selection, with trigger phrases.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, ClusterSpec>")]
     pub clusters: BTreeMap<Spanned<String>, ClusterSpec>,
     /// MCP servers the catalog's `NAME.mcp.json` files were imported from (`toolreg import mcp`).
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, UpstreamSpec>")]
     pub upstreams: BTreeMap<Spanned<String>, UpstreamSpec>,
     /// Search settings the runtime reads from the registry.
     #[serde(default)]
@@ -79,16 +90,19 @@ pub struct Overlay {
 }
 
 /// `[access]`: what each token scope grants a caller of `toolreg serve --http`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct AccessSpec {
     /// Scope name (as in a token's `scope` claim or the token file) -> what it grants.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, AccessScopeSpec>")]
     pub scopes: BTreeMap<Spanned<String>, AccessScopeSpec>,
 }
 
 /// `[access.scopes."NAME"]`: ops (globs, default every op) of the given kinds (default `read`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct AccessScopeSpec {
     #[serde(default)]
@@ -103,7 +117,8 @@ pub struct AccessScopeSpec {
 /// `[sources]`: which definitions files the team did not write. A tool of such a file that cannot
 /// be compiled is quarantined (left out, reported) instead of stopping the build; imported MCP
 /// snapshots (`*.mcp.json`) always count as third-party.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct SourcesSpec {
     /// Globs over file paths relative to the definitions folder (`*` matches any characters,
@@ -113,20 +128,25 @@ pub struct SourcesSpec {
 }
 
 /// `[search]`: how the runtime ranks.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct SearchSpec {
     /// Weight of semantic similarity in hybrid search, 0..1 (feature `semantic`).
+    #[schemars(with = "Option<f64>")]
     pub semantic_weight: Option<Spanned<f64>>,
     /// `match` floors for lexical search, from `toolreg eval --calibrate` on the team's queries.
+    #[schemars(with = "Option<crate::model::registry::MatchFloors>")]
     pub match_lexical: Option<Spanned<crate::model::registry::MatchFloors>>,
     /// `match` floors for hybrid search with the team's model.
+    #[schemars(with = "Option<crate::model::registry::MatchFloors>")]
     pub match_hybrid: Option<Spanned<crate::model::registry::MatchFloors>>,
 }
 
 /// `[upstreams.NAME]`: how to reach the MCP server whose tools are in `NAME.mcp.json`; either a
 /// command (stdio) or a streamable HTTP `url`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamSpec {
     pub command: Option<String>,
@@ -170,7 +190,8 @@ impl UpstreamSpec {
 
 /// A cluster: ops offered together when a trigger phrase appears in the user's message, or by
 /// default in the listed contexts.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct ClusterSpec {
     pub description: Option<String>,
@@ -182,7 +203,8 @@ pub struct ClusterSpec {
     pub contexts: Vec<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct PolicyCues {
     #[serde(rename = "do", default = "default_do_cues")]
@@ -220,7 +242,8 @@ fn default_edge_cues() -> Vec<String> {
 }
 
 /// An authored policy, replacing the drafted one.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct PolicySpec {
     #[serde(rename = "do", default)]
@@ -232,7 +255,8 @@ pub struct PolicySpec {
 }
 
 /// An authored example call.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct ExampleSpec {
     pub description: String,
@@ -240,7 +264,8 @@ pub struct ExampleSpec {
 }
 
 /// A profile: ops selected by name or glob (`onto.task.*`), optionally filtered by kind.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct ProfileSpec {
     pub description: Option<String>,
@@ -254,7 +279,8 @@ pub struct ProfileSpec {
     pub core: Vec<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct BudgetSpec {
     pub tool_tokens: Option<usize>,
@@ -262,34 +288,42 @@ pub struct BudgetSpec {
     pub gateway_tokens: Option<usize>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct GatewaySpec {
+    #[schemars(with = "Option<String>")]
     pub help: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub exec: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub search: Option<Spanned<String>>,
     /// Offer the batch tool (seed 000 §2.3: help, search and exec calls in one round trip).
     #[serde(default)]
     pub batch: bool,
     /// The batch tool's name (implies `batch = true`); `tool_batch` by default.
+    #[schemars(with = "Option<String>")]
     pub batch_name: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct RegistryMeta {
     pub name: Option<String>,
     pub description: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct GroupSpec {
     #[serde(default)]
     pub summary: String,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct EntitySpec {
     pub plural: Option<String>,
@@ -305,7 +339,8 @@ impl From<String> for EntitySpec {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
     /// e.g. `list_onto_{entities}`.
@@ -319,7 +354,8 @@ pub struct Rule {
     pub file: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct SpecialCase {
     pub op: String,
@@ -337,7 +373,8 @@ impl From<String> for SpecialCase {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct Fallback {
     /// e.g. `x.{name}`.
@@ -345,7 +382,8 @@ pub struct Fallback {
     pub kind: Option<Kind>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct OpOverride {
     pub kind: Option<Kind>,
@@ -359,6 +397,7 @@ pub struct OpOverride {
     #[serde(default)]
     pub tags: Vec<String>,
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub aliases: Vec<Spanned<String>>,
     /// When a model should pick this op, in the words its users use (searched, not shown to
     /// the model as policy).
@@ -368,14 +407,17 @@ pub struct OpOverride {
     pub queries: Vec<String>,
     /// Where an operation event reads the entity's display name: `args.<argument>` (checked
     /// against the op's schema) or `result.<field>`.
+    #[schemars(with = "Option<String>")]
     pub display: Option<Spanned<String>>,
     /// Replaces the policy drafted from the description.
     pub policy: Option<PolicySpec>,
     /// Replace the synthesized example.
     #[serde(default)]
+    #[schemars(with = "Vec<ExampleSpec>")]
     pub examples: Vec<Spanned<ExampleSpec>>,
     /// Argument aliases for this op: alias (a dotted path for nested: `task.name`) -> argument.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     pub arg_aliases: BTreeMap<Spanned<String>, String>,
     /// The poisoning lint for this op: rule id -> level and reason.
     #[serde(default)]
@@ -384,14 +426,16 @@ pub struct OpOverride {
 
 /// `[ops."OP".lint] RULE = { level, reason }`: a poisoning-lint warning allowed or raised to an
 /// error for one op, with the reason a reviewer reads.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct LintTuning {
     pub level: LintLevel,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(rename_all = "lowercase")]
 pub enum LintLevel {
     Allow,
@@ -399,7 +443,8 @@ pub enum LintLevel {
     Error,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars08")]
 #[serde(deny_unknown_fields)]
 pub struct ClassifySettings {
     /// Verbs that make an op a read when nothing else decides (matched against the action, then
@@ -470,6 +515,99 @@ where
         }
     }
     d.deserialize_any(V::<T, S>(PhantomData))
+}
+
+// The JSON Schema of toolreg.toml (`toolreg schema`): generated from these types, so an editor's
+// view of the overlay cannot drift from what the compiler reads.
+
+/// A string or the table `T` (`string_or_table`).
+fn string_or<T: JsonSchema>(
+    gen: &mut schemars08::gen::SchemaGenerator,
+    string: &str,
+) -> schemars08::schema::Schema {
+    use schemars08::schema::{InstanceType, Metadata, SchemaObject, SubschemaValidation};
+    let text = SchemaObject {
+        instance_type: Some(InstanceType::String.into()),
+        metadata: Some(Box::new(Metadata {
+            description: Some(string.into()),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    SchemaObject {
+        subschemas: Some(Box::new(SubschemaValidation {
+            any_of: Some(vec![text.into(), gen.subschema_for::<T>()]),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+    .into()
+}
+
+impl JsonSchema for EntityEntry {
+    fn schema_name() -> String {
+        "EntityEntry".into()
+    }
+    fn json_schema(gen: &mut schemars08::gen::SchemaGenerator) -> schemars08::schema::Schema {
+        string_or::<EntitySpec>(gen, "the plural")
+    }
+}
+
+impl JsonSchema for SpecialEntry {
+    fn schema_name() -> String {
+        "SpecialEntry".into()
+    }
+    fn json_schema(gen: &mut schemars08::gen::SchemaGenerator) -> schemars08::schema::Schema {
+        string_or::<SpecialCase>(gen, "the op")
+    }
+}
+
+impl JsonSchema for Kind {
+    fn schema_name() -> String {
+        "Kind".into()
+    }
+    fn json_schema(_: &mut schemars08::gen::SchemaGenerator) -> schemars08::schema::Schema {
+        schemars08::schema::SchemaObject {
+            enum_values: Some(vec!["read".into(), "write".into()]),
+            ..Default::default()
+        }
+        .into()
+    }
+}
+
+impl JsonSchema for crate::model::registry::MatchFloors {
+    fn schema_name() -> String {
+        "MatchFloors".into()
+    }
+    fn json_schema(gen: &mut schemars08::gen::SchemaGenerator) -> schemars08::schema::Schema {
+        #[derive(JsonSchema)]
+        #[schemars(crate = "schemars08", deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Floors {
+            /// Below this signal no op does what was asked (`match` none).
+            none_below: f64,
+            /// From this signal the best op does (`match` strong).
+            strong_from: f64,
+        }
+        Floors::json_schema(gen)
+    }
+}
+
+/// The JSON Schema of toolreg.toml, as the committed `toolreg.schema.json` holds it (an editor
+/// reads it through taplo's `#:schema` line); every table refuses keys it does not list.
+pub fn json_schema() -> String {
+    let mut schema = schemars08::schema_for!(Overlay);
+    let meta = schema.schema.metadata();
+    meta.title = Some("toolreg.toml".into());
+    meta.description = Some(
+        "The toolreg overlay: what tool definitions cannot say (taxonomy rules, special cases, \
+         entities, per-op overrides, profiles, search, upstreams, access). Generated by \
+         `toolreg schema`."
+            .into(),
+    );
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema serializes");
+    text.push('\n');
+    text
 }
 
 /// Entity vocabulary entry as written: `task = "tasks"` or a table.
