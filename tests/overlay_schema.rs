@@ -6,7 +6,8 @@
 
 mod common;
 
-use toolreg::compiler::overlay::{json_schema, Overlay};
+use toolreg::compiler::overlay::Overlay;
+use toolreg::compiler::overlay_schema::json_schema;
 
 fn validator() -> jsonschema::Validator {
     let schema: serde_json::Value = serde_json::from_str(&json_schema()).unwrap();

@@ -170,7 +170,7 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
         } => build::init(&defs, force, stdout),
         Command::Learn { defs, queries } => build::learn(&defs, &queries),
         Command::Schema => {
-            print!("{}", toolreg::compiler::overlay::json_schema());
+            print!("{}", toolreg::compiler::overlay_schema::json_schema());
             ExitCode::SUCCESS
         }
         Command::Diff {

@@ -21,6 +21,7 @@ pub mod lint;
 pub mod load;
 pub mod normalize;
 pub mod overlay;
+pub mod overlay_schema;
 pub(crate) mod parallel;
 pub mod poison;
 pub mod policy;
