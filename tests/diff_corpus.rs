@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{stderr, toolreg};
+use common::{git, stderr, toolreg};
 use proptest::prelude::*;
 use std::path::Path;
 use toolreg::compiler::compile;
@@ -181,27 +181,6 @@ fn formats_and_exit_codes() {
     let o = toolreg(tmp2.path(), &["diff", "old", "nowhere"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nowhere"), "{}", stderr(&o));
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let o = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::git;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,20 +21,6 @@ fn pre_commit() -> PathBuf {
         path.display()
     );
     path
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=ci@toolreg.test", "-c", "user.name=ci"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        common::stderr(&out)
-    );
 }
 
 #[test]

@@ -504,3 +504,25 @@ pub fn run_measured(cwd: &std::path::Path, args: &[&str]) -> (std::process::Outp
         took,
     )
 }
+
+/// Runs git in `dir` as a throwaway identity (no signing), failing the test when git fails.
+pub fn git(dir: &Path, args: &[&str]) {
+    let o = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
