@@ -46,6 +46,13 @@ fn the_hooks_gate_a_stale_build() {
             .current_dir(&repo)
             .env("PATH", &path)
             .env("PRE_COMMIT_HOME", work.path().join("pre-commit-home"))
+            // try-repo commits a checkout with uncommitted changes to a shadow repository.
+            .envs([
+                ("GIT_AUTHOR_NAME", "ci"),
+                ("GIT_AUTHOR_EMAIL", "ci@toolreg.test"),
+                ("GIT_COMMITTER_NAME", "ci"),
+                ("GIT_COMMITTER_EMAIL", "ci@toolreg.test"),
+            ])
             .output()
             .unwrap()
     };
