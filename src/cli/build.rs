@@ -420,12 +420,14 @@ pub(super) fn learn(defs: &Definitions, queries: &std::path::Path) -> ExitCode {
             Some(o) => put(o),
             None => std::fs::remove_file(&path),
         };
-        if let Err(e) = restored {
-            eprintln!("error[TR050]: cannot restore `{shown}`: {e}");
+        match restored {
+            Ok(()) => eprintln!(
+                "error: with the requests added the catalog does not build; `{shown}` is as it was"
+            ),
+            Err(e) => eprintln!(
+                "error[TR050]: with the requests added the catalog does not build, and `{shown}` could not be put back: {e}"
+            ),
         }
-        eprintln!(
-            "error: with the requests added the catalog does not build; `{shown}` is as it was"
-        );
         return ExitCode::from(2);
     }
     eprintln!(
