@@ -2,9 +2,12 @@
 //! They read only the IR. The manifest, added last, lists every file with its hash and marks the
 //! output folder as toolreg's.
 
+pub mod arg_shape;
+pub mod codemode;
 pub mod docs;
 pub mod help;
 pub mod lookup;
+pub mod python;
 pub mod registry_json;
 pub mod report;
 pub mod rust;
@@ -12,6 +15,7 @@ pub mod surfaces;
 pub mod typescript;
 #[cfg(feature = "semantic")]
 pub mod vectors;
+pub mod zod;
 
 use crate::canonical::to_pretty;
 use crate::diag::Diagnostics;
@@ -59,6 +63,12 @@ pub enum Emitter {
     Ts,
     /// `docs/`: markdown pages and an mdBook.
     Docs,
+    /// `ts/client.ts`: zod schemas and a validating, typed client (with `ts/registry.ts`).
+    Zod,
+    /// `python/registry.py`: pydantic models and a validating, typed client.
+    Python,
+    /// `codemode/`: one typed module per op, an index per folder, the gateway shim.
+    Codemode,
     /// `vectors.json`: each op embedded for semantic search (feature `semantic`).
     #[cfg(feature = "semantic")]
     Vectors,
@@ -90,9 +100,13 @@ impl Emitter {
         Emitter::Docs,
     ];
 
-    /// Emitters `--emit` can name that the default set leaves out: with the `semantic`
-    /// feature, `vectors` (it loads a model and embeds every op).
+    /// Emitters `--emit` can name that the default set leaves out: `zod`, `python` and
+    /// `codemode` (code for other languages and agents), and with the `semantic` feature
+    /// `vectors` (it loads a model and embeds every op).
     pub const OPT_IN: &'static [Emitter] = &[
+        Emitter::Zod,
+        Emitter::Python,
+        Emitter::Codemode,
         #[cfg(feature = "semantic")]
         Emitter::Vectors,
     ];
@@ -111,6 +125,9 @@ impl Emitter {
             Emitter::Rust => "rust",
             Emitter::Ts => "ts",
             Emitter::Docs => "docs",
+            Emitter::Zod => "zod",
+            Emitter::Python => "python",
+            Emitter::Codemode => "codemode",
             #[cfg(feature = "semantic")]
             Emitter::Vectors => "vectors",
         }
@@ -130,6 +147,7 @@ impl Emitter {
             Emitter::Registry => 4,
             Emitter::Surfaces => 5,
             Emitter::Ts => 6,
+            Emitter::Zod | Emitter::Python | Emitter::Codemode => 3,
             #[cfg(feature = "semantic")]
             Emitter::Vectors => 0,
         }
@@ -145,6 +163,9 @@ impl Emitter {
             Emitter::Rust => rust::emit(reg, diags),
             Emitter::Ts => typescript::emit(reg),
             Emitter::Docs => docs::render(reg, settings.templates.as_deref(), diags),
+            Emitter::Zod => zod::emit(reg),
+            Emitter::Python => python::emit(reg),
+            Emitter::Codemode => codemode::emit(reg),
             #[cfg(feature = "semantic")]
             Emitter::Vectors => vectors::emit(
                 reg,

@@ -1,0 +1,298 @@
+//! The generated clients (issue 34) check arguments exactly where the runtime's exec does.
+//!
+//! For each catalog (the repo's example catalog, the fixture, a real MCP server's tool list and a
+//! hostile one), this test emits `zod`, `python` and `codemode`, then writes cases: every
+//! example, and from each op's first example a wrong type, a missing required argument, an
+//! unknown argument, a near miss of a required name and an empty call. What the runtime's exec
+//! answers (code, failing pointers, the arguments it would send) is the expectation; a node run
+//! of `ts/client.ts` (compiled by `tsc --strict`, zod from tests/ts's lockfile) and a pytest run
+//! of `python/registry.py` (after `mypy --strict`; pydantic from scripts/test's venv) must
+//! answer the same for every case. The code-mode tree type-checks with the same tsc.
+
+mod common;
+
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use toolreg::emit::Emitter;
+use toolreg::runtime::{ExecCall, Gateway, Scope};
+
+/// Catalog text that tries to break out of every kind of comment and string the emitters write.
+const HOSTILE: &str = r#"[
+ {"type": "function", "function": {"name": "list_notes",
+  "description": "List notes */ export const pwned = 1; /* \"\"\" ''' `${process.exit(1)}` \\ \u2028 next \u2029 # not code </script>",
+  "parameters": {"type": "object", "properties": {
+    "*/ evil": {"type": "string", "description": "*/ \"\"\" `x` ${y}"},
+    "class": {"type": "integer", "description": "a keyword"},
+    "model_config": {"type": "boolean"},
+    "__proto__": {"type": "string"},
+    "with space": {"type": "string", "enum": ["a\"b", "c*/d", "e'''f", "`g`", "h\u2028i"]},
+    "1st": {"type": "number", "minimum": 0},
+    "_private": {"type": "string"},
+    "note_id": {"type": "string", "pattern": "^(?!x)[a-z]+$"}
+  }, "required": ["note_id", "class"]}}},
+ {"type": "function", "function": {"name": "update_note", "description": "Update a note; extra names are dropped.",
+  "parameters": {"type": "object", "properties": {"note_id": {"type": "string"},
+    "meta": {"type": "object", "properties": {"color": {"type": "string", "enum": ["red", "blue"]}}}},
+  "required": ["note_id"]}}},
+ {"type": "function", "function": {"name": "get_note",
+  "description": "Get a note. \"\"\"); import os; os.system('x') #",
+  "parameters": {"type": "object", "properties": {"note_id": {"type": "string"}}, "required": ["note_id"], "additionalProperties": false}}}
+]"#;
+
+fn python() -> PathBuf {
+    let venv = std::env::var_os("TOOLREG_PY_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::repo().join("target/ci-tools/venv"));
+    let py = venv.join("bin/python");
+    assert!(
+        py.exists(),
+        "Python with pydantic, mypy and pytest is missing at {} (scripts/test installs it)",
+        py.display()
+    );
+    py
+}
+
+/// A value of another JSON type than the schema wants.
+fn wrong_value(schema: &Value) -> Option<Value> {
+    let t = schema.get("type")?;
+    let t = t.as_str().or_else(|| t.as_array()?.first()?.as_str())?;
+    Some(match t {
+        "string" => json!(12345),
+        "integer" | "number" => json!("12"),
+        "boolean" => json!("yes"),
+        "array" => json!("not a list"),
+        "object" => json!(["not", "an", "object"]),
+        _ => return None,
+    })
+}
+
+/// `task_id` -> `taskId`; a name with nothing to camel-case gets a letter more.
+fn near_miss(name: &str) -> String {
+    let camel = heck::ToLowerCamelCase::to_lower_camel_case(name);
+    if camel != name && !camel.is_empty() {
+        camel
+    } else {
+        format!("{name}x")
+    }
+}
+
+fn cases_for(gw: &Gateway) -> Vec<Value> {
+    let mut cases = Vec::new();
+    let scope = Scope::all();
+    let expect = |op: &str, args: &Value| -> Value {
+        let mut warnings = Vec::new();
+        match gw.prepare(&ExecCall::new(op, args.clone()), &scope, &mut warnings) {
+            Ok((_, cleaned)) => json!({"ok": true, "code": null, "pointers": [], "args": cleaned}),
+            Err(e) => {
+                let mut pointers: Vec<String> = e.details["field_errors"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|f| f["pointer"].as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                pointers.sort();
+                pointers.dedup();
+                json!({"ok": false, "code": e.code, "pointers": pointers, "args": null})
+            }
+        }
+    };
+    for (op, record) in &gw.registry().ops {
+        let mut add = |name: String, args: Value| {
+            let expected = expect(op, &args);
+            cases.push(json!({"name": name, "op": op, "args": args, "expected": expected}));
+        };
+        for (i, e) in record.examples.iter().enumerate() {
+            add(format!("example {i}"), e.args.clone());
+        }
+        let base = record
+            .examples
+            .first()
+            .map(|e| e.args.clone())
+            .unwrap_or_else(|| json!({}));
+        let Some(obj) = base.as_object().cloned() else {
+            continue;
+        };
+        add("empty".into(), json!({}));
+        let props = record
+            .parameters_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        if let Some((name, bad)) = props
+            .into_iter()
+            .flatten()
+            .find_map(|(n, s)| wrong_value(s).map(|v| (n.clone(), v)))
+        {
+            let mut a = obj.clone();
+            a.insert(name, bad);
+            add("wrong type".into(), Value::Object(a));
+        }
+        if let Some(req) = record.required_args.iter().find(|r| obj.contains_key(*r)) {
+            let mut a = obj.clone();
+            let v = a.shift_remove(req).unwrap();
+            add("missing required".into(), Value::Object(a.clone()));
+            a.insert(near_miss(req), v);
+            add("near miss of a required name".into(), Value::Object(a));
+        }
+        let mut a = obj.clone();
+        a.insert("zz_not_an_argument".into(), json!(1));
+        add("unknown argument".into(), Value::Object(a));
+        // One level down too, where the op has an object argument.
+        if let Some((name, _)) = props
+            .into_iter()
+            .flatten()
+            .find(|(_, s)| s.get("properties").is_some())
+        {
+            let mut a = obj.clone();
+            a.insert(name.clone(), json!({"zz_nested_unknown": true}));
+            add("unknown nested argument".into(), Value::Object(a));
+        }
+        let mut a = Map::new();
+        a.insert("args".into(), Value::Object(obj));
+        add("arguments wrapped once more".into(), Value::Object(a));
+    }
+    cases
+}
+
+struct Built {
+    name: &'static str,
+    dir: PathBuf,
+    cases: PathBuf,
+    count: usize,
+}
+
+fn build(name: &'static str, definitions: &Path, root: &Path) -> Built {
+    let compiled = toolreg::compiler::compile(definitions);
+    let reg = compiled
+        .registry
+        .unwrap_or_else(|| panic!("{name} compiles: {:?}", compiled.diagnostics));
+    let mut diags = Default::default();
+    let files = toolreg::emit::emit(
+        &reg,
+        &[
+            Emitter::Ts,
+            Emitter::Zod,
+            Emitter::Python,
+            Emitter::Codemode,
+        ],
+        &mut diags,
+    );
+    let dir = root.join(name);
+    for (rel, text) in &files {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let help = toolreg::emit::help::build(&reg);
+    let gw = Gateway::new(reg, help).expect("the gateway starts");
+    let cases = cases_for(&gw);
+    let path = dir.join("cases.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&cases).unwrap()).unwrap();
+    Built {
+        name,
+        dir,
+        cases: path,
+        count: cases.len(),
+    }
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("the command runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    text
+}
+
+#[test]
+fn typescript_and_python_clients_check_arguments_as_exec_does() {
+    let repo = common::repo();
+    let ts = repo.join("tests/ts");
+    let tsc = ts.join("node_modules/.bin/tsc");
+    assert!(
+        ts.join("node_modules/zod").exists() && tsc.exists(),
+        "TypeScript and zod are not installed: run `npm ci --prefix tests/ts` (scripts/test does)"
+    );
+    // Inside tests/ts, so the compiled client finds zod in its node_modules.
+    let root = ts.join(format!(".clients-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let hostile = tempfile::tempdir().unwrap();
+    std::fs::write(hostile.path().join("tools.json"), HOSTILE).unwrap();
+    let github = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo.join("tests/catalogs/github/github.mcp.json"),
+        github.path().join("github.mcp.json"),
+    )
+    .unwrap();
+    let built = [
+        build("example", &repo.join("definitions"), &root),
+        build("fixture", &repo.join("tests/fixture/definitions"), &root),
+        build("github", github.path(), &root),
+        build("hostile", hostile.path(), &root),
+    ];
+    let include: Vec<String> = built
+        .iter()
+        .flat_map(|b| {
+            [
+                format!("{}/ts/*.ts", b.name),
+                format!("{}/codemode/**/*.ts", b.name),
+            ]
+        })
+        .collect();
+    std::fs::write(
+        root.join("tsconfig.json"),
+        json!({"compilerOptions": {"strict": true, "target": "ES2022", "module": "ES2022",
+            "moduleResolution": "node", "skipLibCheck": true, "outDir": "out", "rootDir": "."},
+            "include": include})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    std::fs::write(root.join("out/package.json"), r#"{"type": "module"}"#).unwrap();
+    run(Command::new(&tsc).arg("-p").arg(&root));
+
+    let py = python();
+    let mut pairs = Vec::new();
+    for b in &built {
+        // Node: the compiled client against the runtime's answers.
+        let text = run(Command::new("node")
+            .arg(ts.join("check_clients.mjs"))
+            .arg(root.join("out").join(b.name).join("ts/client.js"))
+            .arg(&b.cases));
+        let report: Value = serde_json::from_str(text.trim()).expect("the node check prints JSON");
+        assert_eq!(report["checked"], b.count, "{}: every case checked", b.name);
+        assert!(b.count >= 5, "{}: too few cases ({})", b.name, b.count);
+        assert_eq!(
+            report["mismatches"].as_array().map(Vec::len),
+            Some(0),
+            "{}: the TypeScript client disagrees with exec:\n{:#}",
+            b.name,
+            report["mismatches"]
+        );
+        // mypy --strict on the generated module.
+        run(Command::new(&py)
+            .args(["-m", "mypy", "--strict", "--no-incremental"])
+            .arg(b.dir.join("python/registry.py")));
+        pairs.push(format!(
+            "{}={}",
+            b.dir.join("python/registry.py").display(),
+            b.cases.display()
+        ));
+    }
+    let text = run(Command::new(&py)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(repo.join("tests/python/test_clients.py"))
+        .env("TOOLREG_CLIENT_CASES", pairs.join(":")));
+    assert!(
+        text.contains(&format!("{} passed", built.len() + 2)),
+        "pytest ran every catalog:\n{text}"
+    );
+    if std::env::var_os("TOOLREG_KEEP_CLIENTS").is_none() {
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
