@@ -233,6 +233,7 @@ fn typescript_and_python_clients_check_arguments_as_exec_does() {
         build("example", &repo.join("definitions"), &root),
         build("fixture", &repo.join("tests/fixture/definitions"), &root),
         build("github", github.path(), &root),
+        build("livemcp", &repo.join("tests/catalogs/fleet/livemcp"), &root),
         build("hostile", hostile.path(), &root),
     ];
     let include: Vec<String> = built

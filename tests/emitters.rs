@@ -232,13 +232,40 @@ fn snapshots_of_each_emitter() {
     for (label, defs, _) in CATALOGS {
         let g = generate(
             &common::repo().join(defs),
-            &[Emitter::Rust, Emitter::Ts, Emitter::Docs],
+            &[
+                Emitter::Rust,
+                Emitter::Ts,
+                Emitter::Docs,
+                Emitter::Zod,
+                Emitter::Python,
+                Emitter::Codemode,
+            ],
         );
         let files = g
             .files
             .unwrap_or_else(|| panic!("{}", g.compiled.diagnostics.render_text()));
         insta::assert_snapshot!(format!("{label}__rust"), files["rust/registry.rs"]);
         insta::assert_snapshot!(format!("{label}__ts"), files["ts/registry.ts"]);
+        insta::assert_snapshot!(format!("{label}__zod"), files["ts/client.ts"]);
+        insta::assert_snapshot!(format!("{label}__python"), files["python/registry.py"]);
+        // The code-mode tree: its root index, one group's index and one op's module.
+        let op_module = files
+            .keys()
+            .find(|k| {
+                k.starts_with("codemode/")
+                    && k.matches('/').count() == 2
+                    && !k.ends_with("index.ts")
+            })
+            .unwrap();
+        let group_index = op_module.rsplit_once('/').unwrap().0.to_string() + "/index.ts";
+        for (kind, file) in [
+            ("root", "codemode/index.ts"),
+            ("group", group_index.as_str()),
+            ("op", op_module.as_str()),
+            ("shim", "codemode/_gateway.ts"),
+        ] {
+            insta::assert_snapshot!(format!("{label}__codemode_{kind}"), files[file]);
+        }
         for page in [
             "docs/book.toml",
             "docs/src/SUMMARY.md",

@@ -256,6 +256,61 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
     report
 }
 
+/// What each emitter of the build wrote: files and bytes, by emitter name (the report's
+/// `artifacts`, added once every emitter has run).
+pub fn artifacts<'a>(emitted: impl IntoIterator<Item = (&'a str, usize, usize)>) -> Value {
+    let map: serde_json::Map<String, Value> = emitted
+        .into_iter()
+        .map(|(name, files, bytes)| (name.to_string(), json!({"files": files, "bytes": bytes})))
+        .collect();
+    Value::Object(map)
+}
+
+/// What a model reads to find and call one op, per op (median, p90, max of o200k tokens):
+/// through the gateway (its three tool definitions, then the root, group and op help pages,
+/// short) and through the code-mode tree (the root index, the group's index, the op's module,
+/// given by `codemode_path`); the direct surface sends every tool at once. `files` holds the
+/// emitted texts the paths name.
+pub fn disclosure(
+    reg: &Registry,
+    help: &HelpDoc,
+    files: &std::collections::BTreeMap<String, String>,
+    codemode_path: impl Fn(&crate::registry::OpRecord) -> [String; 3],
+) -> Value {
+    let t = Tokens::get();
+    let mut counted: HashMap<String, usize> = HashMap::new();
+    let mut count = |key: String, text: &dyn Fn() -> Option<String>| -> usize {
+        *counted
+            .entry(key)
+            .or_insert_with(|| text().map_or(0, |x| t.o200k(&x)))
+    };
+    let gateway = surfaces::tools_json(&surfaces::gateway(reg)).to_string();
+    let gateway_tools = count("surface:gateway".into(), &|| Some(gateway.clone()));
+    let page = |path: &str| help.pages.get(path).map(|p| p.short.to_string());
+    let mut via_gateway = Vec::with_capacity(reg.ops.len());
+    let mut via_codemode = Vec::with_capacity(reg.ops.len());
+    for r in reg.ops.values() {
+        let pages: usize = ["root", r.group.as_str(), r.op.as_str()]
+            .iter()
+            .map(|p| count(format!("page:{p}"), &|| page(p)))
+            .sum();
+        via_gateway.push(gateway_tools + pages);
+        via_codemode.push(
+            codemode_path(r)
+                .into_iter()
+                .map(|f| count(format!("file:{f}"), &|| files.get(&f).cloned()))
+                .sum(),
+        );
+    }
+    let direct = surfaces::tools_json(&surfaces::direct(reg)).to_string();
+    json!({
+        "measured_as": "o200k tokens a model reads to find and call one op",
+        "direct": t.o200k(&direct),
+        "gateway": stats(via_gateway),
+        "codemode": stats(via_codemode),
+    })
+}
+
 /// The report as a table for people (`toolreg report`).
 pub fn render_text(report: &Value) -> String {
     let row = |name: &str, v: &Value| {
@@ -310,6 +365,32 @@ pub fn render_text(report: &Value) -> String {
             largest["format"].as_str().unwrap_or_default(),
             largest["o200k"]
         ));
+    }
+    let d = &report["disclosure"];
+    if d.is_object() {
+        out.push_str(&format!(
+            "\n{:<30} {:>8} {:>8} {:>8}\n",
+            "to find and call one op, o200k", "median", "p90", "max"
+        ));
+        out.push_str(&stat_row("gateway (tools + 3 pages)", &d["gateway"]));
+        out.push_str(&stat_row("code mode (3 files)", &d["codemode"]));
+        out.push_str(&format!(
+            "  {:<28} {:>8}\n",
+            "direct (every tool)", d["direct"]
+        ));
+    }
+    if let Some(a) = report["artifacts"].as_object() {
+        out.push_str(&format!(
+            "\n{:<30} {:>8} {:>10}\n",
+            "artifacts", "files", "bytes"
+        ));
+        for (name, v) in a {
+            out.push_str(&format!(
+                "  {name:<28} {:>8} {:>10}\n",
+                v["files"].as_u64().unwrap_or(0),
+                v["bytes"].as_u64().unwrap_or(0)
+            ));
+        }
     }
     if let Some(q) = report["quarantined"].as_array() {
         out.push_str(&format!(

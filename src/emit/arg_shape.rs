@@ -60,3 +60,18 @@ pub fn op_table(record: &OpRecord) -> Value {
     }
     entry
 }
+
+/// Tool names more than one op carries (a fleet's servers each with a `search`): a map from
+/// tool name to op leaves them out, as they name no one op.
+pub fn shared_tool_names(
+    reg: &crate::model::registry::Registry,
+) -> std::collections::BTreeSet<&str> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut shared = std::collections::BTreeSet::new();
+    for r in reg.ops.values() {
+        if !seen.insert(r.tool_name.as_str()) {
+            shared.insert(r.tool_name.as_str());
+        }
+    }
+    shared
+}

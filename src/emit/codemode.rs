@@ -19,14 +19,24 @@ pub const DIR: &str = "codemode";
 pub const SHIM: &str = "codemode/_gateway.ts";
 
 fn lit(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+    // JSON leaves U+2028 and U+2029 raw; escaped, they cannot end a `//` comment the text is in.
+    serde_json::to_string(text)
+        .unwrap_or_else(|_| "\"\"".into())
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
-/// One line of text for an index: the first line, cut to 160 characters.
+/// One line of text for an index: the first line, cut to 120 characters. It ends a `//`
+/// comment, so every line break JavaScript knows is cut away (and `*/` broken for the root's
+/// block comments).
 fn one_line(text: &str) -> String {
-    let line = text.lines().next().unwrap_or_default().trim();
-    let mut out: String = line.chars().take(160).collect();
-    if line.chars().count() > 160 {
+    let line = text
+        .split(['\n', '\r', '\u{2028}', '\u{2029}'])
+        .next()
+        .unwrap_or_default()
+        .trim();
+    let mut out: String = line.chars().take(120).collect();
+    if line.chars().count() > 120 {
         out.push('…');
     }
     out.replace("*/", "*\\/")
@@ -126,10 +136,9 @@ pub fn emit(reg: &Registry) -> FileMap {
         for (r, stem) in members {
             let file = path_segment(&r.op);
             index.push_str(&format!(
-                "/** {}: {} */\nexport {{ {} }} from \"./{file}.js\";\n",
-                r.op,
-                one_line(&r.summary),
-                function_name(stem)
+                "export {{ {} }} from \"./{file}.js\"; // {}\n",
+                function_name(stem),
+                one_line(&r.summary)
             ));
             files.insert(format!("{DIR}/{folder}/{file}.ts"), op_module(reg, r, stem));
         }
@@ -203,44 +212,6 @@ fn group_namespace(group: &str) -> String {
     s
 }
 
-const SHIM_BODY: &str = r#"// Every op's function calls `call`; the host connects it once to the gateway.
-
-/** The gateway's answer: seed 000's envelope. */
-export interface Envelope {
-  op: string;
-  ok: boolean;
-  result?: unknown;
-  error?: { code: string; message: string; details?: unknown; help_path?: string };
-}
-
-/** What runs a call: the runtime in process, or an MCP client calling `toolreg serve`'s exec tool. */
-export interface Gateway {
-  exec(call: { op: string; args: unknown }): Promise<Envelope>;
-}
-
-let gateway: Gateway | undefined;
-
-/** Connects every function of the tree to a gateway. */
-export function connect(g: Gateway): void {
-  gateway = g;
-}
-
-/** A failed call: the envelope's error, with the help path to read. */
-export class GatewayError extends Error {
-  constructor(readonly envelope: Envelope) {
-    super(envelope.error ? `${envelope.error.code}: ${envelope.error.message}` : "the call failed");
-  }
-}
-
-/** Runs an op through the gateway; its result, or a GatewayError. */
-export async function call(op: string, args: unknown): Promise<unknown> {
-  if (gateway === undefined) throw new Error("codemode: call connect(gateway) first");
-  const answer = await gateway.exec({ op, args });
-  if (!answer.ok) throw new GatewayError(answer);
-  return answer.result;
-}
-"#;
-
 /// The files an agent reads to find and call `op` in the tree: the root index, its group's
 /// index and its own module (for the report's token figures).
 pub fn path_to(op: &OpRecord) -> [String; 3] {
@@ -251,3 +222,6 @@ pub fn path_to(op: &OpRecord) -> [String; 3] {
         format!("{DIR}/{folder}/{}.ts", path_segment(&op.op)),
     ]
 }
+
+/// The shim every op function calls.
+const SHIM_BODY: &str = include_str!("client_src/codemode_gateway.ts");

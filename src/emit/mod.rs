@@ -217,10 +217,36 @@ pub fn emit_with(
         (i, files, d)
     });
     results.sort_by_key(|(i, _, _)| *i);
+    // Every emitter's output but the report's own (which cannot count itself).
+    let sizes: Vec<(&str, usize, usize)> = results
+        .iter()
+        .filter(|(i, _, _)| emitters[*i] != Emitter::Report)
+        .map(|(i, f, _)| {
+            let bytes = f.values().map(String::len).sum();
+            (emitters[*i].name(), f.len(), bytes)
+        })
+        .collect();
     let mut files = FileMap::new();
     for (_, f, d) in results {
         files.extend(f);
         diags.extend(d);
+    }
+    if let Some(text) = files.get(report::FILE) {
+        let mut report: serde_json::Value =
+            serde_json::from_str(text).expect("the report emitter writes JSON");
+        report["artifacts"] = crate::compiler::report::artifacts(sizes);
+        if emitters.contains(&Emitter::Codemode) {
+            report["disclosure"] = crate::compiler::report::disclosure(
+                reg,
+                shared.help(reg),
+                &files,
+                codemode::path_to,
+            );
+        }
+        files.insert(
+            report::FILE.to_string(),
+            to_pretty(&crate::canonical::sort_keys(&report)),
+        );
     }
     for (path, text) in files.iter_mut() {
         escape_raw_controls(path, text);

@@ -290,8 +290,18 @@ pub fn generate(reg: &Registry) -> String {
     for r in &ops {
         o.push_str(&format!("  {:?}: {:?},\n", r.op, r.tool_name));
     }
-    o.push_str("};\n\n/** tool name -> op. */\nexport const TOOL_TO_OP: { readonly [T in ToolName]: Op } = {\n");
-    for r in &ops {
+    // A tool name several ops share (servers of a fleet each with a `search`) names none of
+    // them: it is left out, and the map's type says a name may be missing.
+    let shared = super::arg_shape::shared_tool_names(reg);
+    if shared.is_empty() {
+        o.push_str("};\n\n/** tool name -> op. */\nexport const TOOL_TO_OP: { readonly [T in ToolName]: Op } = {\n");
+    } else {
+        o.push_str(&format!("}};\n\n/** tool name -> op; {} tool name{} several ops share {} left out. */\nexport const TOOL_TO_OP: {{ readonly [T in ToolName]?: Op }} = {{\n", shared.len(), if shared.len() == 1 {""} else {"s"}, if shared.len() == 1 {"is"} else {"are"}));
+    }
+    for r in ops
+        .iter()
+        .filter(|r| !shared.contains(r.tool_name.as_str()))
+    {
         o.push_str(&format!("  {:?}: {:?},\n", r.tool_name, r.op));
     }
     o.push_str("};\n\n/** Whether each op reads or writes. */\nexport const OP_KIND: { readonly [O in Op]: \"read\" | \"write\" } = {\n");
