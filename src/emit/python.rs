@@ -556,8 +556,6 @@ pub fn emit(reg: &Registry) -> FileMap {
     ])
 }
 
-/// The checker and client: mirrors `runtime::exec` (steps 3 to 6) and `runtime::validate`.
-
 /// Imports and the validators the models use.
 const HEADER: &str = include_str!("client_src/python_header.py");
 

@@ -382,10 +382,6 @@ pub fn emit(reg: &Registry) -> FileMap {
     ])
 }
 
-/// Helpers the schemas use. Plain TypeScript, the same in every generated client.
-
-/// The checker and client. Mirrors `runtime::exec` (steps 3 to 6) and `runtime::validate`.
-
 /// Helpers the schemas use: the same in every generated client.
 const HELPERS: &str = include_str!("client_src/zod_helpers.ts");
 
