@@ -245,6 +245,23 @@ fn typescript_and_python_clients_check_arguments_as_exec_does() {
             ]
         })
         .collect();
+    // Calls are typed: a wrong literal fails tsc (else the directive is unused, also an error).
+    std::fs::write(
+        root.join("usage.ts"),
+        r#"import { Client, check, handlersTransport } from "./example/ts/client";
+const client = new Client(handlersTransport({ "onto.task.list": (args) => args.project_id }));
+void client.exec("onto.task.update", { task_id: "t1", state_key: "done" });
+// @ts-expect-error: "finished" is not a state
+void client.exec("onto.task.update", { task_id: "t1", state_key: "finished" });
+// @ts-expect-error: not an op
+void client.exec("onto.task.nope", {});
+const checked = check("onto.task.list", { project_id: "p1" });
+if (checked.ok) console.log(checked.args.project_id);
+"#,
+    )
+    .unwrap();
+    let mut include = include;
+    include.push("usage.ts".into());
     std::fs::write(
         root.join("tsconfig.json"),
         json!({"compilerOptions": {"strict": true, "target": "ES2022", "module": "ES2022",
@@ -275,6 +292,23 @@ fn typescript_and_python_clients_check_arguments_as_exec_does() {
             b.name,
             report["mismatches"]
         );
+        if b.name == "example" {
+            // Typed for mypy too: a model's fields, and the Op literal (else the ignores are
+            // unused, an error under --strict).
+            std::fs::write(
+                b.dir.join("python/usage.py"),
+                "from registry import Client, HandlersTransport, OntoTaskUpdateArgs\n\
+                 client = Client(HandlersTransport({}))\n\
+                 client.exec(\"onto.task.update\", OntoTaskUpdateArgs(task_id=\"t1\", state_key=\"done\"))\n\
+                 client.exec(\"onto.task.update\", OntoTaskUpdateArgs(task_id=\"t1\", state_key=\"finished\"))  # type: ignore[arg-type]\n\
+                 client.exec(\"onto.task.nope\", {})  # type: ignore[arg-type]\n",
+            )
+            .unwrap();
+            run(Command::new(&py)
+                .args(["-m", "mypy", "--strict", "--no-incremental"])
+                .arg(b.dir.join("python/usage.py"))
+                .current_dir(b.dir.join("python")));
+        }
         // mypy --strict on the generated module.
         run(Command::new(&py)
             .args(["-m", "mypy", "--strict", "--no-incremental"])
@@ -293,7 +327,84 @@ fn typescript_and_python_clients_check_arguments_as_exec_does() {
         text.contains(&format!("{} passed", built.len() + 2)),
         "pytest ran every catalog:\n{text}"
     );
+    // Over MCP: each client's transport against a real `toolreg serve` of the example catalog.
+    let calls = roundtrip_calls();
+    let calls_path = root.join("calls.json");
+    std::fs::write(&calls_path, calls.to_string()).unwrap();
+    let example = &built[0];
+    let ts_answers = run(Command::new("node")
+        .arg(ts.join("mcp_roundtrip.mjs"))
+        .arg(root.join("out/example/ts/client.js"))
+        .arg(repo.join("tests/mcp/node_modules/@modelcontextprotocol/sdk"))
+        .arg(env!("CARGO_BIN_EXE_toolreg"))
+        .arg(repo.join("generated"))
+        .arg(&calls_path));
+    let py_answers = run(Command::new(&py)
+        .arg(repo.join("tests/python/mcp_roundtrip.py"))
+        .arg(example.dir.join("python/registry.py"))
+        .arg(env!("CARGO_BIN_EXE_toolreg"))
+        .arg(repo.join("generated"))
+        .arg(&calls_path));
+    for (language, text) in [("TypeScript", ts_answers), ("Python", py_answers)] {
+        let answers: Value = serde_json::from_str(text.trim())
+            .unwrap_or_else(|e| panic!("{language}: not JSON ({e}): {text}"));
+        check_roundtrip(language, &calls, &answers);
+    }
     if std::env::var_os("TOOLREG_KEEP_CLIENTS").is_none() {
         std::fs::remove_dir_all(&root).unwrap();
     }
+}
+
+/// Three calls of the example catalog: a write as a dry run (the server echoes what it would
+/// run), a read (no handler behind a bare registry: the server's NOT_IMPLEMENTED) and a wrong
+/// argument (stopped by the client: no trace id, the server never saw it).
+fn roundtrip_calls() -> Value {
+    json!([
+        {"op": "onto.task.create", "args": {"project_id": "p1", "title": "Record pilot"}, "dry_run": true},
+        {"op": "onto.task.list", "args": {"project_id": "p1"}},
+        {"op": "onto.task.update", "args": {"task_id": 5}}
+    ])
+}
+
+fn check_roundtrip(language: &str, calls: &Value, answers: &Value) {
+    let a = answers.as_array().expect("one answer per call");
+    assert_eq!(a.len(), 3, "{language}: {answers:#}");
+    // 1. Checked here, sent, validated and answered there.
+    assert_eq!(a[0]["ok"], true, "{language}: {:#}", a[0]);
+    assert_eq!(a[0]["result"]["dry_run"], true, "{language}: {:#}", a[0]);
+    assert_eq!(
+        a[0]["result"]["would_run"]["args"],
+        json!({"project_id": "p1", "title": "Record pilot"}),
+        "{language}: {:#}",
+        a[0]
+    );
+    assert_ne!(
+        a[0]["meta"]["trace_id"], "",
+        "{language}: the server answered"
+    );
+    // 2. The server's own error, passed through.
+    assert_eq!(a[1]["ok"], false, "{language}: {:#}", a[1]);
+    assert_eq!(
+        a[1]["error"]["code"], "NOT_IMPLEMENTED",
+        "{language}: {:#}",
+        a[1]
+    );
+    assert_ne!(
+        a[1]["meta"]["trace_id"], "",
+        "{language}: the server answered"
+    );
+    // 3. Stopped by the client.
+    assert_eq!(a[2]["ok"], false, "{language}: {:#}", a[2]);
+    assert_eq!(
+        a[2]["error"]["code"], "VALIDATION_ERROR",
+        "{language}: {:#}",
+        a[2]
+    );
+    assert_eq!(a[2]["error"]["help_path"], calls[2]["op"], "{language}");
+    assert_eq!(
+        a[2]["error"]["details"]["field_errors"][0]["pointer"], "/task_id",
+        "{language}: {:#}",
+        a[2]
+    );
+    assert_eq!(a[2]["meta"]["trace_id"], "", "{language}: never sent");
 }

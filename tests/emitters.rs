@@ -247,6 +247,43 @@ fn snapshots_of_each_emitter() {
         insta::assert_snapshot!(format!("{label}__rust"), files["rust/registry.rs"]);
         insta::assert_snapshot!(format!("{label}__ts"), files["ts/registry.ts"]);
         insta::assert_snapshot!(format!("{label}__zod"), files["ts/client.ts"]);
+        // Every op's argument type has one name in Rust, TypeScript and Python.
+        let python = &files["python/registry.py"];
+        let ops: Vec<&str> = python
+            .lines()
+            .filter_map(|l| l.strip_prefix("    \""))
+            .filter_map(|l| l.split_once("\": ").map(|(op, model)| (op, model)))
+            .filter(|(_, model)| model.ends_with("Args,"))
+            .map(|(_, model)| model.trim_end_matches(','))
+            .collect();
+        assert!(!ops.is_empty(), "{label}: ARG_MODELS lists the ops");
+        for name in ops {
+            assert!(
+                python.contains(&format!("class {name}(BaseModel):")),
+                "{label}: {name} in Python"
+            );
+            let ts = &files["ts/registry.ts"];
+            assert!(
+                ts.contains(&format!("export interface {name} "))
+                    || ts.contains(&format!("export type {name} =")),
+                "{label}: {name} in TypeScript"
+            );
+            assert!(
+                files["ts/client.ts"].contains(&format!("export const {name}Schema")),
+                "{label}: {name}Schema in zod"
+            );
+            let rust = &files["rust/registry.rs"];
+            // (Unless typify could not type it: then Rust has no struct, and says so, TR070.)
+            let untyped = format!("{}(::serde_json::Value)", name.trim_end_matches("Args"));
+            assert!(
+                rust.contains(&untyped)
+                    || rust.contains(&format!("pub struct {name} "))
+                    || rust.contains(&format!("pub struct {name}("))
+                    || rust.contains(&format!("pub type {name} ="))
+                    || rust.contains(&format!("pub enum {name} ")),
+                "{label}: {name} in Rust"
+            );
+        }
         insta::assert_snapshot!(format!("{label}__python"), files["python/registry.py"]);
         // The code-mode tree: its root index, one group's index and one op's module.
         let op_module = files
