@@ -252,7 +252,7 @@ fn snapshots_of_each_emitter() {
         let ops: Vec<&str> = python
             .lines()
             .filter_map(|l| l.strip_prefix("    \""))
-            .filter_map(|l| l.split_once("\": ").map(|(op, model)| (op, model)))
+            .filter_map(|l| l.split_once("\": "))
             .filter(|(_, model)| model.ends_with("Args,"))
             .map(|(_, model)| model.trim_end_matches(','))
             .collect();
