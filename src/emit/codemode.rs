@@ -125,12 +125,11 @@ pub fn emit(reg: &Registry) -> FileMap {
             .map(|g| g.summary.as_str())
             .unwrap_or_default();
         root.push_str(&format!(
-            "/** {}: {} ({} op{}) */\nexport * as {} from \"./{folder}/index.js\";\n",
-            group.replace("*/", "*\\/"),
+            "export * as {} from \"./{folder}/index.js\"; // {} ({} op{})\n",
+            group_namespace(group),
             one_line(summary),
             members.len(),
             if members.len() == 1 { "" } else { "s" },
-            group_namespace(group)
         ));
         let mut index = header(reg);
         for (r, stem) in members {
