@@ -99,6 +99,38 @@ fn cases_for(gw: &Gateway) -> Vec<Value> {
             }
         }
     };
+    // A declared result (MCP outputSchema): an empty one and one of the wrong shape, checked by
+    // each client's checkResult; the expectation is the runtime's validator on the same schema.
+    for (op, record) in &gw.registry().ops {
+        let Some(output) = &record.output_schema else {
+            continue;
+        };
+        let validator = jsonschema::validator_for(output).expect("the output schema compiles");
+        let first = output
+            .get("properties")
+            .and_then(Value::as_object)
+            .and_then(|p| {
+                p.iter()
+                    .find_map(|(n, s)| wrong_value(s).map(|v| (n.clone(), v)))
+            });
+        let mut results = vec![("empty result", json!({}))];
+        if let Some((name, bad)) = first {
+            let mut m = Map::new();
+            m.insert(name, bad);
+            results.push(("result with a wrong type", Value::Object(m)));
+        }
+        for (name, result) in results {
+            let mut pointers: Vec<String> =
+                toolreg::runtime::validate::field_errors(&validator, output, &result)
+                    .into_iter()
+                    .map(|e| e.pointer)
+                    .collect();
+            pointers.sort();
+            pointers.dedup();
+            cases.push(json!({"name": name, "op": op, "result": result,
+                "expected": {"ok": pointers.is_empty(), "code": null, "pointers": pointers, "args": null}}));
+        }
+    }
     for (op, record) in &gw.registry().ops {
         let mut add = |name: String, args: Value| {
             let expected = expect(op, &args);

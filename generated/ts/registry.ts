@@ -972,6 +972,66 @@ export interface OpArgs {
   "util.web.visit": UtilWebVisitArgs;
 }
 
+/** What each op answers: its declared result, else `unknown`. */
+export interface OpResult {
+  "calendar.event.create": unknown;
+  "calendar.event.list": unknown;
+  "onto.document.create": unknown;
+  "onto.document.delete": unknown;
+  "onto.document.get": unknown;
+  "onto.document.list": unknown;
+  "onto.document.metadata.get": unknown;
+  "onto.document.path.get": unknown;
+  "onto.document.search": unknown;
+  "onto.document.tree.get": unknown;
+  "onto.document.tree.move": unknown;
+  "onto.document.update": unknown;
+  "onto.edge.link": unknown;
+  "onto.edge.unlink": unknown;
+  "onto.entity.links.get": unknown;
+  "onto.entity.relationships.get": unknown;
+  "onto.goal.create": unknown;
+  "onto.goal.delete": unknown;
+  "onto.goal.get": unknown;
+  "onto.goal.list": unknown;
+  "onto.goal.update": unknown;
+  "onto.milestone.get": unknown;
+  "onto.milestone.list": unknown;
+  "onto.milestone.update": unknown;
+  "onto.plan.create": unknown;
+  "onto.plan.delete": unknown;
+  "onto.plan.get": unknown;
+  "onto.plan.list": unknown;
+  "onto.plan.update": unknown;
+  "onto.project.create": unknown;
+  "onto.project.get": unknown;
+  "onto.project.graph.get": unknown;
+  "onto.project.graph.reorganize": unknown;
+  "onto.project.list": unknown;
+  "onto.project.search": unknown;
+  "onto.project.update": unknown;
+  "onto.requirement.get": unknown;
+  "onto.requirement.list": unknown;
+  "onto.requirement.update": unknown;
+  "onto.risk.get": unknown;
+  "onto.risk.list": unknown;
+  "onto.risk.update": unknown;
+  "onto.search": unknown;
+  "onto.task.create": unknown;
+  "onto.task.delete": unknown;
+  "onto.task.doc.create_or_attach": unknown;
+  "onto.task.docs.list": unknown;
+  "onto.task.get": unknown;
+  "onto.task.list": unknown;
+  "onto.task.search": unknown;
+  "onto.task.update": unknown;
+  "util.buildos.overview": unknown;
+  "util.buildos.usage_guide": unknown;
+  "util.schema.field_info": unknown;
+  "util.web.search": unknown;
+  "util.web.visit": unknown;
+}
+
 /** op -> tool name. */
 export const OP_TO_TOOL: { readonly [O in Op]: ToolName } = {
   "calendar.event.create": "create_calendar_event",

@@ -40,6 +40,9 @@ pub struct RawTool {
     /// The parameters schema exactly as written (an empty object schema when absent).
     pub parameters: Value,
     pub parameters_pointer: String,
+    /// MCP's `outputSchema`: what the tool's structured result looks like, when it says.
+    pub output_schema: Option<Value>,
+    pub output_pointer: String,
     pub annotations: Option<McpAnnotations>,
     /// The entry's pin (see [`crate::trust::pin`]), taken before anything is interpreted.
     pub pin: crate::registry::ToolPin,
@@ -581,6 +584,35 @@ fn read_entry(
             return None;
         }
     };
+    // MCP's declared result (`outputSchema`, also spelt `output_schema`): kept when it is an
+    // object schema of sane size, else left out with a warning (the tool still builds).
+    let (output_key, output) = match body.remove("outputSchema") {
+        Some(v) => ("outputSchema", Some(v)),
+        None => ("output_schema", body.remove("output_schema")),
+    };
+    let output_pointer = format!("{body_ptr}/{output_key}");
+    let output_schema = match output {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(_))
+            if serde_json::to_string(&v).map_or(0, |t| t.len()) <= MAX_SCHEMA_BYTES =>
+        {
+            Some(v)
+        }
+        Some(other) => {
+            diags.push(
+                Diagnostic::new(
+                    Code::OutputSchemaIgnored,
+                    format!(
+                        "`{output_key}` of tool `{name}` is not a JSON Schema object of at most {MAX_SCHEMA_BYTES} bytes (found {}); its result is left untyped",
+                        short_json(&other)
+                    ),
+                )
+                .at(at(&output_pointer))
+                .help("write the result as a JSON Schema object (MCP: {\"type\": \"object\", \"properties\": {...}}), or leave the key out"),
+            );
+            None
+        }
+    };
     let annotations = match body.remove("annotations") {
         Some(Value::Object(a)) => Some(McpAnnotations::from_json(&a)),
         _ => None,
@@ -596,6 +628,8 @@ fn read_entry(
         description,
         parameters,
         parameters_pointer,
+        output_schema,
+        output_pointer,
         annotations,
         pin,
     })

@@ -396,6 +396,15 @@ fn analyze(
         &|p| loaded.loc(file, p),
         diags,
     );
+    if let Some(output) = raw.output_schema.as_mut() {
+        normalize::normalize_schema(
+            &raw.name,
+            output,
+            &raw.output_pointer,
+            &|p| loaded.loc(file, p),
+            diags,
+        );
+    }
     let class = classifier.classify(&raw.name, &loaded.files[file].rel);
     let provider_name = enrich::provider_name(&raw.name);
     Tool {

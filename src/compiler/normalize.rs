@@ -94,6 +94,27 @@ pub fn normalize_parameters(
     }
 }
 
+/// Normalizes a schema that is not a tool's arguments (MCP's `outputSchema`): the same fixes,
+/// none of the argument-only rules (a top-level `type`, an explicit property list).
+pub fn normalize_schema(
+    tool: &str,
+    schema: &mut Value,
+    base: &str,
+    loc: &dyn Fn(String) -> Location,
+    diags: &mut Diagnostics,
+) {
+    let mut n = Normalizer {
+        tool,
+        loc,
+        diags,
+        rewrote_dialect: false,
+    };
+    n.node(schema, base);
+    if n.rewrote_dialect {
+        n.declare_2020_12(schema, base);
+    }
+}
+
 struct Normalizer<'a> {
     tool: &'a str,
     loc: &'a dyn Fn(String) -> Location,

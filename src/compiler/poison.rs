@@ -191,6 +191,10 @@ fn texts(t: &RawTool) -> Vec<Text<'_>> {
         });
     }
     schema_texts(&t.parameters, &t.parameters_pointer, "", &mut out);
+    // A declared result's texts reach the typed clients and the code-mode tree a model reads.
+    if let Some(output) = &t.output_schema {
+        schema_texts(output, &t.output_pointer, "result", &mut out);
+    }
     out
 }
 

@@ -63,6 +63,7 @@ fn op_module(reg: &Registry, r: &OpRecord, stem: &str) -> String {
     let mut o = header(reg);
     o.push_str("import { call } from \"../_gateway.js\";\n\n");
     o.push_str(&super::typescript::op_declarations(r, stem));
+    o.push_str(&super::typescript::result_declarations(r, stem));
     let mut doc = vec![r.summary.clone(), String::new()];
     doc.push(format!(
         "Op `{}` (tool `{}`), {}{}.",
@@ -100,8 +101,13 @@ fn op_module(reg: &Registry, r: &OpRecord, stem: &str) -> String {
         ));
     }
     o.push_str(&super::typescript::jsdoc(&doc.join("\n"), ""));
+    let result = if r.output_schema.is_some() {
+        format!("{stem}Result")
+    } else {
+        "unknown".into()
+    };
     o.push_str(&format!(
-        "export async function {name}(args: {stem}Args): Promise<unknown> {{\n  return call({}, args);\n}}\n",
+        "export async function {name}(args: {stem}Args): Promise<{result}> {{\n  return (await call({}, args)) as {result};\n}}\n",
         lit(&r.op)
     ));
     o

@@ -483,7 +483,31 @@ fn op_models(r: &OpRecord, stem: &str) -> String {
     let top = py.model(&schema, &name, 0);
     let mut out: String = py.classes.concat();
     out.push_str(&top);
+    // A declared result with properties is a model too (`{stem}Result`).
+    if let Some(output) = r
+        .output_schema
+        .as_ref()
+        .filter(|o| o.get("properties").is_some())
+    {
+        let result_stem = format!("{stem}Result");
+        let mut py = Py {
+            stem: &result_stem,
+            root: output,
+            classes: Vec::new(),
+            names: BTreeSet::from([result_stem.clone()]),
+        };
+        let top = py.model(output, &result_stem, 0);
+        out.push_str(&py.classes.concat());
+        out.push_str(&top);
+    }
     out
+}
+
+/// Whether the Python module has a result model for the op.
+fn has_result_model(r: &OpRecord) -> bool {
+    r.output_schema
+        .as_ref()
+        .is_some_and(|o| o.get("properties").is_some())
 }
 
 pub fn generate(reg: &Registry) -> String {
@@ -519,6 +543,11 @@ pub fn generate(reg: &Registry) -> String {
         o.push_str(&format!("    {}: {stem}Args,\n", lit(&r.op)));
     }
     o.push_str("}\n\"\"\"Each op's argument model.\"\"\"\n\n");
+    o.push_str("RESULT_MODELS: Final[dict[str, type[BaseModel]]] = {\n");
+    for (r, stem) in ops.iter().zip(&stems).filter(|(r, _)| has_result_model(r)) {
+        o.push_str(&format!("    {}: {stem}Result,\n", lit(&r.op)));
+    }
+    o.push_str("}\n\"\"\"The model of each op's declared result (MCP `outputSchema`), where it has one.\"\"\"\n\n");
     let table: serde_json::Map<String, Value> = ops
         .iter()
         .map(|r| {
@@ -544,7 +573,7 @@ pub fn generate(reg: &Registry) -> String {
         lit(&table),
         lit(&tool_to_op)
     ));
-    o.push_str("for _model in list(ARG_MODELS.values()):\n    _model.model_rebuild()\n\n");
+    o.push_str("for _model in [*ARG_MODELS.values(), *RESULT_MODELS.values()]:\n    _model.model_rebuild()\n\n");
     o.push_str(CLIENT);
     o
 }

@@ -214,12 +214,38 @@ impl Ctx<'_> {
 
 /// The argument types of one op: its `$defs` as named types, then `{stem}Args`.
 pub(super) fn op_declarations(r: &crate::registry::OpRecord, stem: &str) -> String {
+    declarations(
+        &r.parameters_schema,
+        stem,
+        &format!("{stem}Args"),
+        &format!(
+            "Arguments of `{}` (tool `{}`): {}",
+            r.op, r.tool_name, r.summary
+        ),
+    )
+}
+
+/// The declared result of one op (MCP `outputSchema`), as `{stem}Result` (its `$defs` named
+/// `{stem}Result{Def}`); empty when the op declares none.
+pub(super) fn result_declarations(r: &crate::registry::OpRecord, stem: &str) -> String {
+    match &r.output_schema {
+        Some(schema) => declarations(
+            schema,
+            &format!("{stem}Result"),
+            &format!("{stem}Result"),
+            &format!("What `{}` answers (its declared output schema).", r.op),
+        ),
+        None => String::new(),
+    }
+}
+
+/// A schema's `$defs` as named types (`{defs_stem}{Def}`), then the schema as `name`.
+fn declarations(schema: &Value, defs_stem: &str, name: &str, doc: &str) -> String {
     let mut o = String::new();
-    let ctx = Ctx { stem };
-    let schema = &r.parameters_schema;
+    let ctx = Ctx { stem: defs_stem };
     for k in ["$defs", "definitions"] {
         if let Some(defs) = schema.get(k).and_then(Value::as_object) {
-            for (name, def) in defs {
+            for (def_name, def) in defs {
                 o.push_str(&jsdoc(
                     def.get("description")
                         .and_then(Value::as_str)
@@ -227,30 +253,35 @@ pub(super) fn op_declarations(r: &crate::registry::OpRecord, stem: &str) -> Stri
                     "",
                 ));
                 o.push_str(&format!(
-                    "export type {stem}{} = {};\n\n",
-                    name.to_upper_camel_case(),
+                    "export type {defs_stem}{} = {};\n\n",
+                    def_name.to_upper_camel_case(),
                     ctx.ty(def, 0)
                 ));
             }
         }
     }
-    o.push_str(&jsdoc(
-        &format!(
-            "Arguments of `{}` (tool `{}`): {}",
-            r.op, r.tool_name, r.summary
-        ),
-        "",
-    ));
+    o.push_str(&jsdoc(doc, ""));
+    let is_object = schema.get("properties").is_some()
+        || schema.get("type") == Some(&Value::String("object".into()));
     let members = schema
         .as_object()
+        .filter(|_| is_object)
         .map(|obj| ctx.members(obj, 0))
         .unwrap_or_default();
-    if members.is_empty() {
+    if !members.is_empty() {
+        o.push_str(&format!("export interface {name} {{\n{members}}}\n\n"));
+    } else if is_object
+        && !schema
+            .get("additionalProperties")
+            .is_some_and(|a| a != &Value::Bool(false))
+    {
+        o.push_str(&format!("export type {name} = Record<string, never>;\n\n"));
+    } else if is_object {
         o.push_str(&format!(
-            "export type {stem}Args = Record<string, never>;\n\n"
+            "export type {name} = Record<string, unknown>;\n\n"
         ));
     } else {
-        o.push_str(&format!("export interface {stem}Args {{\n{members}}}\n\n"));
+        o.push_str(&format!("export type {name} = {};\n\n", ctx.ty(schema, 0)));
     }
     o
 }
@@ -265,6 +296,7 @@ pub fn generate(reg: &Registry) -> String {
     let stems = super::rust::stems(&all);
     for (r, stem) in all.iter().zip(&stems) {
         o.push_str(&op_declarations(r, stem));
+        o.push_str(&result_declarations(r, stem));
     }
     let ops = all;
     let union = |items: Vec<String>| {
@@ -285,6 +317,14 @@ pub fn generate(reg: &Registry) -> String {
     o.push_str("/** The arguments of each op. */\nexport interface OpArgs {\n");
     for (r, stem) in ops.iter().zip(&stems) {
         o.push_str(&format!("  {:?}: {stem}Args;\n", r.op));
+    }
+    o.push_str("}\n\n/** What each op answers: its declared result, else `unknown`. */\nexport interface OpResult {\n");
+    for (r, stem) in ops.iter().zip(&stems) {
+        if r.output_schema.is_some() {
+            o.push_str(&format!("  {:?}: {stem}Result;\n", r.op));
+        } else {
+            o.push_str(&format!("  {:?}: unknown;\n", r.op));
+        }
     }
     o.push_str("}\n\n/** op -> tool name. */\nexport const OP_TO_TOOL: { readonly [O in Op]: ToolName } = {\n");
     for r in &ops {

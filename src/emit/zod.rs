@@ -38,13 +38,16 @@ fn key(name: &str) -> String {
 
 /// zod for one op's schema; `$ref`s name `{stem}{Def}Schema` constants, lazily.
 struct Zod<'a> {
+    /// Prefix of the `$defs` constants (`{stem}{Def}Schema`).
     stem: &'a str,
+    /// The constant `#` refers to (`{stem}ArgsSchema`, or `{stem}ResultSchema`).
+    root: String,
 }
 
 impl Zod<'_> {
     fn reference(&self, r: &str) -> String {
         if r == "#" {
-            return format!("z.lazy(() => {}ArgsSchema)", self.stem);
+            return format!("z.lazy(() => {})", self.root);
         }
         match ["#/$defs/", "#/definitions/"]
             .iter()
@@ -298,7 +301,10 @@ fn number(obj: &serde_json::Map<String, Value>, integer: bool) -> String {
 
 /// The op's schemas: its `$defs` first, then its arguments.
 fn op_schemas(r: &OpRecord, stem: &str) -> String {
-    let z = Zod { stem };
+    let z = Zod {
+        stem,
+        root: format!("{stem}ArgsSchema"),
+    };
     let mut o = String::new();
     for k in ["$defs", "definitions"] {
         if let Some(defs) = r.parameters_schema.get(k).and_then(Value::as_object) {
@@ -319,6 +325,32 @@ fn op_schemas(r: &OpRecord, stem: &str) -> String {
         "export const {stem}ArgsSchema: z.ZodType = {};\n\n",
         z.schema(&r.parameters_schema, 0)
     ));
+    if let Some(output) = &r.output_schema {
+        let result_stem = format!("{stem}Result");
+        let z = Zod {
+            stem: &result_stem,
+            root: format!("{stem}ResultSchema"),
+        };
+        for k in ["$defs", "definitions"] {
+            if let Some(defs) = output.get(k).and_then(Value::as_object) {
+                for (name, def) in defs {
+                    o.push_str(&format!(
+                        "const {result_stem}{}Schema: z.ZodType = {};\n",
+                        name.to_upper_camel_case(),
+                        z.schema(def, 0)
+                    ));
+                }
+            }
+        }
+        o.push_str(&super::typescript::jsdoc(
+            &format!("What `{}` answers (its declared output schema).", r.op),
+            "",
+        ));
+        o.push_str(&format!(
+            "export const {stem}ResultSchema: z.ZodType = {};\n\n",
+            z.schema(output, 0)
+        ));
+    }
     o
 }
 
@@ -330,7 +362,7 @@ pub fn generate(reg: &Registry) -> String {
          // zod v4 schemas of every op's arguments and a typed client that checks a call as the\n\
          // runtime's exec does. Depends on zod only.\n\n\
          import {{ z }} from \"zod\";\n\
-         import type {{ Op, OpArgs }} from \"./registry\";\n\n",
+         import type {{ Op, OpArgs, OpResult }} from \"./registry\";\n\n",
         lit(&reg.name),
         reg.registry_version
     );
@@ -347,6 +379,12 @@ pub fn generate(reg: &Registry) -> String {
     o.push_str("/** Each op's argument schema. */\nexport const ARG_SCHEMAS: { readonly [O in Op]: z.ZodType } = {\n");
     for (r, stem) in ops.iter().zip(&stems) {
         o.push_str(&format!("  {}: {stem}ArgsSchema,\n", lit(&r.op)));
+    }
+    o.push_str("};\n\n/** The schema of each op's declared result (MCP `outputSchema`), where it has one. */\nexport const RESULT_SCHEMAS: { readonly [O in Op]?: z.ZodType } = {\n");
+    for (r, stem) in ops.iter().zip(&stems) {
+        if r.output_schema.is_some() {
+            o.push_str(&format!("  {}: {stem}ResultSchema,\n", lit(&r.op)));
+        }
     }
     o.push_str("};\n\n/** Each op's tool name, kind, usage, aliases and argument shape (what exec checks besides the schema). */\nexport const OPS: { readonly [O in Op]: OpInfo } = {\n");
     for r in &ops {

@@ -64,7 +64,11 @@ impl serde::Serialize for CanonicalRegistry<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeMap};
         let hashed = matches!(self.form, RegistryForm::Hashed);
-        let keep: &[&str] = if hashed { &[] } else { &["parameters_schema"] };
+        let keep: &[&str] = if hashed {
+            &[]
+        } else {
+            &["parameters_schema", "output_schema"]
+        };
         // Every top-level field but `ops`, as small values.
         let mut top = serde_json::to_value(HeaderOf(self.registry)).map_err(S::Error::custom)?;
         let top = top.as_object_mut().expect("the header is an object");

@@ -93,6 +93,7 @@ codes! {
     EmptyGlob = "TR043", Warning, "a profile pattern matches no op";
     UnsafeName = "TR044", Error, "a profile name is not one safe name (letters, digits, `_`, `-`; at most 64)";
     ToolTooLarge = "TR045", Error, "a tool's description or parameters schema is over its size limit (1,000,000 characters; 8 MiB)";
+    OutputSchemaIgnored = "TR046", Warning, "a tool's MCP `outputSchema` is not an object schema within the size limit; its result is left untyped";
     // Provider lints on the model-facing surfaces.
     SurfaceNotObject = "TR060", Error, "a surface tool's parameters are not `type: object` at the top";
     SurfaceCombinator = "TR061", Error, "a surface tool's parameters use a top-level enum or not";

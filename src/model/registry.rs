@@ -159,6 +159,10 @@ pub struct OpRecord {
     pub summary: String,
     /// Normalized JSON Schema of the arguments, properties in declared order.
     pub parameters_schema: Value,
+    /// What the tool's structured result looks like, when its source declares it (MCP
+    /// `outputSchema`), normalized like the arguments. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     pub group: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entity: Option<String>,

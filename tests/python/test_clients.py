@@ -38,6 +38,13 @@ def test_check_answers_as_the_runtime(module_path, cases_path):
     assert cases
     mismatches = []
     for c in cases:
+        if "result" in c:
+            errors = client.check_result(c["op"], c["result"])
+            seen = {"ok": not errors, "code": None, "pointers": sorted({e["pointer"] for e in errors}), "args": None}
+            want = {k: c["expected"][k] for k in ("ok", "code", "pointers", "args")}
+            if seen != want:
+                mismatches.append({"case": c["name"], "op": c["op"], "want": want, "seen": seen})
+            continue
         got = client.check(c["op"], c["args"])
         seen = {
             "ok": got["ok"],

@@ -9,6 +9,13 @@ const client = await import(pathToFileURL(clientPath).href);
 const cases = JSON.parse(readFileSync(casesPath, "utf8"));
 const mismatches = [];
 for (const c of cases) {
+  if ("result" in c) {
+    const errors = client.checkResult(c.op, c.result);
+    const seen = { ok: errors.length === 0, code: null, pointers: [...new Set(errors.map((e) => e.pointer))].sort(), args: null };
+    const want = { ok: c.expected.ok, code: c.expected.code, pointers: c.expected.pointers, args: c.expected.args };
+    if (JSON.stringify(seen) !== JSON.stringify(want)) mismatches.push({ case: c.name, op: c.op, want, seen });
+    continue;
+  }
   const got = client.check(c.op, c.args);
   const seen = {
     ok: got.ok,

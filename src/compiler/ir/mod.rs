@@ -203,6 +203,7 @@ fn op_record(
         description: t.raw.description,
         summary,
         parameters_schema: t.raw.parameters,
+        output_schema: t.raw.output_schema,
         group: class.group,
         entity: class.entity,
         action: class.action,

@@ -300,6 +300,15 @@ def check(name: str, raw: Any) -> Checked:
     return {"ok": True, "op": op, "args": args, "warnings": warnings}
 
 
+def check_result(op: str, result: Any) -> list[FieldError]:
+    """Checks a result against the op's declared output schema (MCP `outputSchema`): every
+    failing field, as for arguments. An op that declares no result accepts any."""
+    model = RESULT_MODELS.get(op)
+    if model is None or not isinstance(result, dict):
+        return [] if model is None else [{"field": "(result)", "pointer": "", "message": "the result is not an object"}]
+    return _field_errors(model, result)
+
+
 class Transport(Protocol):
     """Runs a checked call and answers an envelope."""
 

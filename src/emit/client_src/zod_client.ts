@@ -313,6 +313,15 @@ export function check(name: string, raw: unknown): Checked<Op> {
   return { ok: true, op, args: copy as unknown as OpArgs[Op], warnings };
 }
 
+/**
+ * Checks a result against the op's declared output schema (MCP `outputSchema`): every failing
+ * field, as for arguments. An op that declares no result accepts any.
+ */
+export function checkResult(op: Op, result: unknown): FieldError[] {
+  const schema = RESULT_SCHEMAS[op];
+  return schema === undefined ? [] : fieldErrors(schema, result);
+}
+
 /** What a checked call hands its transport. */
 export interface Call<O extends Op = Op> {
   op: O;
@@ -387,11 +396,15 @@ export function mcpTransport(client: McpClientLike, execTool: string = EXEC_TOOL
 export class Client {
   constructor(private readonly transport: Transport) {}
 
-  async exec<O extends Op>(op: O, args: OpArgs[O], options: { idempotency_key?: string; dry_run?: boolean } = {}): Promise<Envelope> {
+  async exec<O extends Op>(
+    op: O,
+    args: OpArgs[O],
+    options: { idempotency_key?: string; dry_run?: boolean } = {},
+  ): Promise<Envelope<OpResult[O]>> {
     const checked = check(op, args);
-    if (!checked.ok) return envelope(checked.op, false, { error: checked.error }, checked.warnings);
+    if (!checked.ok) return envelope(checked.op, false, { error: checked.error }, checked.warnings) as Envelope<OpResult[O]>;
     const answer = await this.transport.call({ op, tool: OPS[op].tool, args: checked.args as OpArgs[O], ...options });
     if (checked.warnings.length > 0) answer.meta = { ...answer.meta, warnings: [...checked.warnings, ...(answer.meta?.warnings ?? [])] };
-    return answer;
+    return answer as Envelope<OpResult[O]>;
   }
 }

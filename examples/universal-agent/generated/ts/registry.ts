@@ -480,6 +480,50 @@ export interface OpArgs {
   "workspace.summary.get": WorkspaceSummaryGetArgs;
 }
 
+/** What each op answers: its declared result, else `unknown`. */
+export interface OpResult {
+  "cache.requirement.write": unknown;
+  "citation.document.create": unknown;
+  "citation.get": unknown;
+  "citation.source.list": unknown;
+  "citation.web.create": unknown;
+  "document.chunk.split": unknown;
+  "document.entity.extract_mentions": unknown;
+  "document.requirement.assess_gobd": unknown;
+  "document.requirement.identify_candidates": unknown;
+  "document.text.extract": unknown;
+  "graph.business_object.resolve": unknown;
+  "graph.cypher.execute": unknown;
+  "graph.entity.relationships.get": unknown;
+  "graph.fulfillment.create": unknown;
+  "graph.message.resolve": unknown;
+  "graph.requirement.check_duplicates": unknown;
+  "graph.requirement.create": unknown;
+  "graph.requirement.find_similar": unknown;
+  "graph.requirement.generate_id": unknown;
+  "graph.schema.get": unknown;
+  "graph.schema.validate": unknown;
+  "graph.statistics.count": unknown;
+  "job.complete": unknown;
+  "search.requirement.similar": unknown;
+  "search.web.query": unknown;
+  "todo.item.add": unknown;
+  "todo.item.complete": unknown;
+  "todo.item.list": unknown;
+  "todo.item.next": unknown;
+  "todo.item.start": unknown;
+  "todo.list.archive_and_reset": unknown;
+  "todo.progress.get": unknown;
+  "workspace.file.append": unknown;
+  "workspace.file.delete": unknown;
+  "workspace.file.exists": unknown;
+  "workspace.file.list": unknown;
+  "workspace.file.read": unknown;
+  "workspace.file.search": unknown;
+  "workspace.file.write": unknown;
+  "workspace.summary.get": unknown;
+}
+
 /** op -> tool name. */
 export const OP_TO_TOOL: { readonly [O in Op]: ToolName } = {
   "cache.requirement.write": "write_requirement_to_cache",
