@@ -52,6 +52,9 @@ const CASES: &[(&str, i32, &[&str])] = &[
     // `parameters: null` / `true` and a `required` that is not a list: fixed, with a word each.
     ("odd_parameters", 0, &["TR035", "TR034"]),
     ("op_collision", 1, &["TR012"]),
+    // A result schema that is no schema (left out, TR046), and one whose text is normalized
+    // (`str`, TR030) and linted like arguments' (an instruction to the model, TR091).
+    ("output_schema", 0, &["TR046", "TR030", "TR091"]),
     ("overlay_bad_value", 1, &["TR011"]),
     ("overlay_syntax", 1, &["TR011"]),
     // Published tool-poisoning attacks in the team's own file (errors stop the build; refused

@@ -1,7 +1,7 @@
 //! The generated clients (issue 34) check arguments exactly where the runtime's exec does.
 //!
-//! For each catalog (the repo's example catalog, the fixture, a real MCP server's tool list and a
-//! hostile one), this test emits `zod`, `python` and `codemode`, then writes cases: every
+//! For each catalog (the repo's example catalog, the fixture with its hostile texts and names in
+//! `hostile.json`, GitHub's MCP server and LiveMCPBench's 527 real MCP tools), this test emits `zod`, `python` and `codemode`, then writes cases: every
 //! example, and from each op's first example a wrong type, a missing required argument, an
 //! unknown argument, a near miss of a required name and an empty call. What the runtime's exec
 //! answers (code, failing pointers, the arguments it would send) is the expectation; a node run
@@ -16,29 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use toolreg::emit::Emitter;
 use toolreg::runtime::{ExecCall, Gateway, Scope};
-
-/// Catalog text that tries to break out of every kind of comment and string the emitters write.
-const HOSTILE: &str = r#"[
- {"type": "function", "function": {"name": "list_notes",
-  "description": "List notes */ export const pwned = 1; /* \"\"\" ''' `${process.exit(1)}` \\ \u2028 next \u2029 # not code </script>",
-  "parameters": {"type": "object", "properties": {
-    "*/ evil": {"type": "string", "description": "*/ \"\"\" `x` ${y}"},
-    "class": {"type": "integer", "description": "a keyword"},
-    "model_config": {"type": "boolean"},
-    "__proto__": {"type": "string"},
-    "with space": {"type": "string", "enum": ["a\"b", "c*/d", "e'''f", "`g`", "h\u2028i"]},
-    "1st": {"type": "number", "minimum": 0},
-    "_private": {"type": "string"},
-    "note_id": {"type": "string", "pattern": "^(?!x)[a-z]+$"}
-  }, "required": ["note_id", "class"]}}},
- {"type": "function", "function": {"name": "update_note", "description": "Update a note; extra names are dropped.",
-  "parameters": {"type": "object", "properties": {"note_id": {"type": "string"},
-    "meta": {"type": "object", "properties": {"color": {"type": "string", "enum": ["red", "blue"]}}}},
-  "required": ["note_id"]}}},
- {"type": "function", "function": {"name": "get_note",
-  "description": "Get a note. \"\"\"); import os; os.system('x') #",
-  "parameters": {"type": "object", "properties": {"note_id": {"type": "string"}}, "required": ["note_id"], "additionalProperties": false}}}
-]"#;
 
 fn python() -> PathBuf {
     let venv = std::env::var_os("TOOLREG_PY_VENV")
@@ -253,8 +230,6 @@ fn typescript_and_python_clients_check_arguments_as_exec_does() {
     // Inside tests/ts, so the compiled client finds zod in its node_modules.
     let root = ts.join(format!(".clients-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    let hostile = tempfile::tempdir().unwrap();
-    std::fs::write(hostile.path().join("tools.json"), HOSTILE).unwrap();
     let github = tempfile::tempdir().unwrap();
     std::fs::copy(
         repo.join("tests/catalogs/github/github.mcp.json"),
@@ -266,7 +241,6 @@ fn typescript_and_python_clients_check_arguments_as_exec_does() {
         build("fixture", &repo.join("tests/fixture/definitions"), &root),
         build("github", github.path(), &root),
         build("livemcp", &repo.join("tests/catalogs/fleet/livemcp"), &root),
-        build("hostile", hostile.path(), &root),
     ];
     let include: Vec<String> = built
         .iter()

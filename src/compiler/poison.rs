@@ -200,12 +200,15 @@ fn texts(t: &RawTool) -> Vec<Text<'_>> {
 
 /// Descriptions, titles, enum values, examples, defaults and constants anywhere in a schema.
 fn schema_texts<'a>(v: &'a Value, pointer: &str, arg: &str, out: &mut Vec<Text<'a>>) {
-    let label = |field: &str| {
-        if arg.is_empty() {
-            format!("parameters: {field}")
-        } else {
-            format!("argument `{arg}`: {field}")
+    let is_result = pointer.contains("/outputSchema") || pointer.contains("/output_schema");
+    // A declared result's texts are walked with `result` as their root name.
+    let label = |field: &str| match arg.strip_prefix("result") {
+        _ if arg.is_empty() => format!("parameters: {field}"),
+        Some("") if is_result => format!("result: {field}"),
+        Some(rest) if is_result => {
+            format!("result field `{}`: {field}", rest.trim_start_matches('.'))
         }
+        _ => format!("argument `{arg}`: {field}"),
     };
     match v {
         Value::Object(map) => {
