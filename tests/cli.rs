@@ -342,3 +342,92 @@ fn completions_and_man_page_name_every_command() {
         Some(2)
     );
 }
+
+/// Runs `toolreg ARGS` under a pseudo-terminal (util-linux `script`), as a person would: what
+/// it printed, stdout and stderr together.
+fn at_a_terminal(cwd: &std::path::Path, args: &[&str]) -> String {
+    let command = std::iter::once(env!("CARGO_BIN_EXE_toolreg").to_string())
+        .chain(
+            args.iter()
+                .map(|a| format!("'{}'", a.replace('\'', "'\\''"))),
+        )
+        .collect::<Vec<_>>()
+        .join(" ");
+    let o = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .current_dir(cwd)
+        .env("TOOLREG_APPROVALS", common::no_approvals())
+        .output()
+        .expect("util-linux `script` runs");
+    assert!(
+        o.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Issue 36: answers meant for people read as text at a terminal and as JSON when piped (or
+/// with `--json` / `--format json`); a build that takes over a second shows a progress line at a
+/// terminal, none with `--quiet` and none when its output is not a terminal.
+#[test]
+fn text_and_progress_at_a_terminal_json_and_silence_when_piped() {
+    let repo = repo();
+    let page = at_a_terminal(&repo, &["help", "onto.task.update"]);
+    assert!(
+        page.starts_with("onto.task.update (write)") && page.contains("\narguments:"),
+        "{page}"
+    );
+    let piped = toolreg(&repo, &["help", "onto.task.update"]);
+    let v: serde_json::Value = serde_json::from_slice(&piped.stdout).expect("JSON when piped");
+    assert_eq!(v["path"], "onto.task.update");
+    let forced = at_a_terminal(&repo, &["help", "onto.task.update", "--json"]);
+    assert!(forced.trim_start().starts_with('{'), "{forced}");
+    let found = at_a_terminal(&repo, &["search", "mark a task done", "--limit", "1"]);
+    assert!(found.contains(" 1. onto.task.update"), "{found}");
+    let piped = toolreg(&repo, &["search", "mark a task done", "--limit", "1"]);
+    let v: serde_json::Value = serde_json::from_slice(&piped.stdout).expect("JSON when piped");
+    assert_eq!(v["results"][0]["op"], "onto.task.update");
+
+    // A fleet catalog (8,010 tools) takes seconds to build.
+    let out = tempfile::tempdir().unwrap();
+    let fleet = repo.join("tests/catalogs/fleet/toolsdk");
+    let build = |extra: &[&str]| {
+        let mut args = vec![
+            "build",
+            "--definitions",
+            fleet.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+            "--emit",
+            "registry",
+        ];
+        args.extend_from_slice(extra);
+        args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let shown = at_a_terminal(
+        &repo,
+        &build(&[]).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let progress = format!("building {}: compiling and emitting (", fleet.display());
+    assert!(
+        shown.contains(&progress),
+        "no progress line at a terminal:\n{shown}"
+    );
+    assert!(shown.contains("\x1b[2K"), "the progress line is cleared");
+    assert!(shown.contains("built 8010 ops"), "{shown}");
+    let quiet = at_a_terminal(
+        &repo,
+        &build(&["--quiet"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(!quiet.contains("compiling and emitting"), "{quiet}");
+    let piped = toolreg(
+        &repo,
+        &build(&[]).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(piped.status.success());
+    assert!(!stderr(&piped).contains("compiling and emitting") && !stderr(&piped).contains('\x1b'));
+}

@@ -399,8 +399,16 @@ fn what_a_build_renders_from_hostile_text_is_inert() {
     let reg = out.join("registry.json");
     let reg = reg.to_str().unwrap();
     for args in [
-        vec!["search", "list pages", "--registry", reg],
-        vec!["help", "tools.page.list", "--registry", reg],
+        vec![
+            "search",
+            "list pages",
+            "--registry",
+            reg,
+            "--format",
+            "text",
+        ],
+        vec!["help", "tools.page.list", "--registry", reg, "--text"],
+        vec!["help", "tools.page.list", "--registry", reg, "--json"],
     ] {
         let o = toolreg(&repo(), &args);
         let text = String::from_utf8_lossy(&o.stdout);

@@ -35,6 +35,9 @@ pub(crate) struct Definitions {
     /// List every note (e.g. each inferred op) and every repeated warning, instead of a summary
     #[arg(long, short = 'v')]
     pub(crate) verbose: bool,
+    /// No progress line (shown at a terminal only, once a step takes over a second)
+    #[arg(long, short = 'q')]
+    pub(crate) quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -159,6 +162,12 @@ pub(crate) enum Command {
         /// Show what search finds the op by instead: each field's weight, text and words
         #[arg(long)]
         search_text: bool,
+        /// Print the page as JSON (the default when the output is not a terminal)
+        #[arg(long, conflicts_with = "text")]
+        json: bool,
+        /// Print the page as text (the default at a terminal)
+        #[arg(long)]
+        text: bool,
     },
     /// Search ops in a built registry
     Search {
@@ -168,8 +177,9 @@ pub(crate) enum Command {
         /// How many results
         #[arg(long, default_value_t = 5)]
         limit: usize,
-        #[arg(long, value_enum, default_value = "text")]
-        format: Format,
+        /// text or json [default: text at a terminal, json when piped]
+        #[arg(long, value_enum)]
+        format: Option<Format>,
         #[command(flatten)]
         ranking: Ranking,
     },
@@ -222,6 +232,9 @@ pub(crate) enum Command {
         calibrate: bool,
         #[command(flatten)]
         ranking: Ranking,
+        /// No progress line (shown at a terminal only, once a step takes over a second)
+        #[arg(long, short = 'q')]
+        quiet: bool,
     },
     /// Compare two registries: breaking changes, warnings, additions, and the prompt-cache cost
     Diff {
@@ -347,6 +360,9 @@ pub(crate) struct ImportArgs {
     /// Folder with tool definition JSON files and toolreg.toml
     #[arg(long, short = 'd', value_name = "DIR", default_value = "definitions")]
     pub(crate) definitions: PathBuf,
+    /// No progress line (shown at a terminal only, once a step takes over a second)
+    #[arg(long, short = 'q', global = true)]
+    pub(crate) quiet: bool,
 }
 
 #[cfg(feature = "mcp")]

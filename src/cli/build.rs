@@ -2,6 +2,7 @@
 //! `build` keeps and `check` verifies.
 
 use super::args::{Definitions, Format, LintFormat, Out};
+use super::progress::Progress;
 use super::shared::{display, show};
 use std::process::ExitCode;
 use toolreg::builder::{generate, generate_opts};
@@ -17,12 +18,18 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
             .join(toolreg::compiler::overlay::OVERLAY_FILE),
         false,
     );
+    let mut progress = Progress::start(
+        &format!("building {}", display(&defs.definitions)),
+        defs.quiet,
+    );
+    progress.stage("compiling and emitting");
     let g = generate_opts(
         &defs.definitions,
         &out.emitters(),
         &out.settings(),
         out.strict,
     );
+    progress.finish();
     show(&g.compiled.diagnostics, format, defs.verbose);
     if out.strict && strict_failure(&g.compiled.diagnostics) {
         eprintln!(
@@ -42,7 +49,10 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
         show(&vec![*d].into(), format, true);
         return ExitCode::from(2);
     }
-    match output::write(&out.out, &files, Ownership::Folder) {
+    let mut progress = Progress::start(&format!("writing {}", display(&out.out)), defs.quiet);
+    let written = output::write(&out.out, &files, Ownership::Folder);
+    progress.finish();
+    match written {
         Ok(r) => {
             let reg = g
                 .compiled
@@ -82,12 +92,14 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
 /// Exit 1 unless the output folder and `toolreg.lock` are exactly what `build` would write.
 pub(super) fn check(defs: Definitions, out: Out, format: Format) -> ExitCode {
     out.warn_unused_model();
+    let mut progress = Progress::start(&format!("checking {}", display(&out.out)), defs.quiet);
     let g = generate_opts(
         &defs.definitions,
         &out.emitters(),
         &out.settings(),
         out.strict,
     );
+    progress.finish();
     if out.strict && strict_failure(&g.compiled.diagnostics) {
         show(&g.compiled.diagnostics, format, defs.verbose);
         return ExitCode::from(2);

@@ -21,9 +21,16 @@ pub fn import(args: ImportArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(code) => return code,
     };
+    let quiet = args.quiet;
     match (args.source, args.check) {
         (None, true) => rt.block_on(async {
-            match toolreg::upstream::import::check(&args.definitions).await {
+            let mut progress = super::progress::Progress::start(
+                &format!("re-listing the upstreams of {}", args.definitions.display()),
+                quiet,
+            );
+            let checked = toolreg::upstream::import::check(&args.definitions).await;
+            progress.finish();
+            match checked {
                 Ok(drifts) => {
                     for d in &drifts {
                         print!("{d}");
@@ -71,7 +78,11 @@ pub fn import(args: ImportArgs) -> ExitCode {
                 roots,
             };
             rt.block_on(async {
-                match toolreg::upstream::import::import(&name, &definitions, &spec).await {
+                let mut progress =
+                    super::progress::Progress::start(&format!("importing `{name}`"), quiet);
+                let imported = toolreg::upstream::import::import(&name, &definitions, &spec).await;
+                progress.finish();
+                match imported {
                     Ok(done) => {
                         eprintln!(
                             "imported {} tools from `{name}` ({}) into {}; recorded [upstreams.{name}] in {}",

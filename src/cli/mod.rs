@@ -9,10 +9,12 @@ mod build;
 mod diff;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod page_text;
+mod progress;
 mod query;
 mod shared;
 
-use args::{Cli, Command};
+use args::{Cli, Command, Format};
 
 /// The optional features this binary was built with.
 fn features() -> String {
@@ -93,8 +95,17 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "toolreg", &mut std::io::stdout());
-            ExitCode::SUCCESS
+            // Into memory first: clap_complete panics on a failed write (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "toolreg", &mut script);
+            match std::io::Write::write_all(&mut std::io::stdout(), &script) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: cannot write the completion script: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         Command::Man => {
             use clap::CommandFactory;
@@ -126,11 +137,21 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             include_schemas,
             no_examples,
             search_text,
+            json,
+            text,
         } => {
             if search_text {
                 query::search_text(path, registry)
             } else {
-                query::help(path, registry, format, include_schemas, no_examples)
+                let as_text = text || (!json && shared::stdout_is_terminal());
+                query::help(
+                    path,
+                    registry,
+                    format,
+                    include_schemas,
+                    no_examples,
+                    as_text,
+                )
             }
         }
         Command::Search {
@@ -139,7 +160,14 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             limit,
             format,
             ranking,
-        } => query::search(query, registry, limit, format, ranking),
+        } => {
+            let format = format.unwrap_or(if shared::stdout_is_terminal() {
+                Format::Text
+            } else {
+                Format::Json
+            });
+            query::search(query, registry, limit, format, ranking)
+        }
         Command::Exec {
             op,
             args,
@@ -158,10 +186,22 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             out_of_scope,
             calibrate,
             ranking,
+            quiet,
         } => match out_of_scope {
             // clap requires --out-of-scope with --calibrate.
-            Some(oos) if calibrate => query::calibrate(queries, oos, registry, format, ranking),
-            _ => query::eval(queries, registry, k, format, compare, out_of_scope, ranking),
+            Some(oos) if calibrate => {
+                query::calibrate(queries, oos, registry, format, ranking, quiet)
+            }
+            _ => query::eval(query::EvalRun {
+                queries,
+                registry,
+                k,
+                format,
+                compare,
+                out_of_scope,
+                ranking,
+                quiet,
+            }),
         },
         Command::Init {
             defs,

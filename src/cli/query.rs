@@ -12,7 +12,15 @@ pub(super) fn help(
     format: PageFormat,
     include_schemas: bool,
     no_examples: bool,
+    as_text: bool,
 ) -> ExitCode {
+    let print = |page: &serde_json::Value| {
+        if as_text {
+            print!("{}", super::page_text::render(page));
+        } else {
+            print_json(page);
+        }
+    };
     // A page asked for by its exact path is read alone from the lookup index (a cold help on
     // a 10,000-op registry parsed 80 MB for one page); anything else loads the registry.
     let asked = match path.trim() {
@@ -27,7 +35,7 @@ pub(super) fn help(
                         o.remove("examples");
                     }
                 }
-                print_json(&page);
+                print(&page);
                 return ExitCode::SUCCESS;
             }
         }
@@ -47,7 +55,7 @@ pub(super) fn help(
         cursor: None,
     };
     let page = gw.help(&req);
-    print_json(&page);
+    print(&page);
     if page.get("error").is_some() {
         // `toolreg help build` reads the catalog's help pages; the command's own help is `--help`.
         if super::args::is_command(req.path.trim()) {
@@ -231,15 +239,31 @@ pub(super) fn exec_batch(file: PathBuf, registry: RegistryFile) -> ExitCode {
 }
 
 /// Recall of search over a query file.
-pub(super) fn eval(
-    queries: PathBuf,
-    registry: RegistryFile,
-    k: Vec<usize>,
-    format: Format,
-    compare: bool,
-    out_of_scope: Option<PathBuf>,
-    ranking: Ranking,
-) -> ExitCode {
+/// What `toolreg eval` was asked (without `--calibrate`).
+pub(super) struct EvalRun {
+    pub(super) queries: PathBuf,
+    pub(super) registry: RegistryFile,
+    pub(super) k: Vec<usize>,
+    pub(super) format: Format,
+    pub(super) compare: bool,
+    pub(super) out_of_scope: Option<PathBuf>,
+    pub(super) ranking: Ranking,
+    pub(super) quiet: bool,
+}
+
+pub(super) fn eval(run: EvalRun) -> ExitCode {
+    let EvalRun {
+        queries,
+        registry,
+        k,
+        format,
+        compare,
+        out_of_scope,
+        ranking,
+        quiet,
+    } = run;
+    let mut progress =
+        super::progress::Progress::start(&format!("evaluating {}", queries.display()), quiet);
     let gw = match registry.gateway_ranked(&ranking) {
         Ok(g) => g,
         Err(code) => return code,
@@ -255,6 +279,7 @@ pub(super) fn eval(
         Err(code) => return code,
     };
     if compare {
+        progress.finish();
         return eval_compare(&gw, &text, &k, format);
     }
     let abstention = match &out_of_scope {
@@ -267,13 +292,16 @@ pub(super) fn eval(
             match toolreg::runtime::eval::out_of_scope(&gw, &oos) {
                 Ok(v) => Some(v),
                 Err(e) => {
+                    progress.finish();
                     eprintln!("error: {}: {e}", f.display());
                     return ExitCode::from(2);
                 }
             }
         }
     };
-    match toolreg::runtime::eval::run(&gw, &text, &k) {
+    let ran = toolreg::runtime::eval::run(&gw, &text, &k);
+    progress.finish();
+    match ran {
         Ok(report) => {
             match format {
                 Format::Json => {
@@ -312,6 +340,7 @@ pub(super) fn calibrate(
     registry: RegistryFile,
     format: Format,
     ranking: Ranking,
+    quiet: bool,
 ) -> ExitCode {
     let gw = match registry.gateway_ranked(&ranking) {
         Ok(g) => g,
@@ -327,7 +356,11 @@ pub(super) fn calibrate(
             }
         }
     }
-    match toolreg::runtime::eval::calibrate(&gw, &texts[0], &texts[1]) {
+    let mut progress =
+        super::progress::Progress::start(&format!("calibrating on {}", queries.display()), quiet);
+    let calibrated = toolreg::runtime::eval::calibrate(&gw, &texts[0], &texts[1]);
+    progress.finish();
+    match calibrated {
         Ok(v) => {
             match format {
                 Format::Json => print_json(&v),

@@ -10,6 +10,11 @@ use toolreg::output;
 /// Pretty JSON on stdout with every character a terminal could act on or hide (DEL, C1
 /// controls, bidi, zero-width and tag characters; serde_json escapes the C0 ones) written as a
 /// `\uXXXX` escape: the same JSON, safe to print.
+/// Whether a person reads stdout (answers print as text) or a program does (JSON).
+pub(super) fn stdout_is_terminal() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stdout())
+}
+
 pub(super) fn print_json(v: &impl serde::Serialize) {
     let text = serde_json::to_string_pretty(v).unwrap_or_default();
     println!("{}", toolreg::diag::escape_json_text(&text));
