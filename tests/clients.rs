@@ -414,3 +414,84 @@ fn check_roundtrip(language: &str, calls: &Value, answers: &Value) {
     );
     assert_eq!(a[2]["meta"]["trace_id"], "", "{language}: never sent");
 }
+
+/// The README's and the guide's code-mode rows are what a build measures (report.json's
+/// `disclosure` and `artifacts`): direct, gateway and code-mode o200k tokens to find and call
+/// one op (medians), and the tree's files and size.
+#[test]
+fn the_code_mode_figures_in_the_readme_are_measured() {
+    let repo = common::repo();
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    let guide = std::fs::read_to_string(repo.join("docs/guide.md")).unwrap();
+    let thousands = |n: u64| {
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let size = |bytes: u64| {
+        if bytes < 100_000 {
+            format!("{} KB", (bytes as f64 / 1000.0).round())
+        } else {
+            format!("{:.1} MB", bytes as f64 / 1e6)
+        }
+    };
+    for (label, defs) in [
+        ("example", repo.join("definitions")),
+        (
+            "LiveMCPBench, 70 MCP servers",
+            repo.join("tests/catalogs/fleet/livemcp"),
+        ),
+        (
+            "ToolSDK, 814 MCP servers",
+            repo.join("tests/catalogs/fleet/toolsdk"),
+        ),
+    ] {
+        let compiled = toolreg::compiler::compile(&defs);
+        let reg = compiled.registry.expect("the catalog compiles");
+        let mut diags = Default::default();
+        let files = toolreg::emit::emit(
+            &reg,
+            &[
+                Emitter::Surfaces,
+                Emitter::Report,
+                Emitter::Help,
+                Emitter::Codemode,
+            ],
+            &mut diags,
+        );
+        let report: Value = serde_json::from_str(&files["report.json"]).unwrap();
+        let d = &report["disclosure"];
+        let tree = &report["artifacts"]["codemode"];
+        let n = |v: &Value| v.as_u64().unwrap();
+        let row = format!(
+            "| {label} | {} | {} | {} | {} ({} files, {}) |",
+            thousands(reg.counts.ops as u64),
+            thousands(n(&d["direct"])),
+            thousands(n(&d["gateway"]["median"])),
+            thousands(n(&d["codemode"]["median"])),
+            thousands(n(&tree["files"])),
+            size(n(&tree["bytes"]))
+        );
+        assert!(
+            readme.contains(&row),
+            "README lacks the measured row:\n{row}"
+        );
+        let guide_tail = format!(
+            "| {} | {} | {} files, {} |",
+            thousands(n(&d["gateway"]["median"])),
+            thousands(n(&d["codemode"]["median"])),
+            thousands(n(&tree["files"])),
+            size(n(&tree["bytes"]))
+        );
+        assert!(
+            guide.contains(&guide_tail),
+            "the guide lacks:\n{guide_tail}"
+        );
+    }
+}
