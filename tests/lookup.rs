@@ -161,4 +161,19 @@ fn help_reads_no_registry_and_exec_no_help_pages() {
         &registry(dir.path()),
     ]);
     assert!(ok && env.contains("\"op\": \"onto.task.list\""), "{env}");
+
+    // Search and eval read no help pages (issue 33): a cold search of a large registry parsed
+    // help.json, larger than the registry, for nothing.
+    let (ok, found) = run(&[
+        "search",
+        "list the tasks of a project",
+        "--registry",
+        &registry(dir.path()),
+        "--format",
+        "json",
+    ]);
+    assert!(
+        ok && found.contains("\"op\": \"onto.task.list\""),
+        "{found}"
+    );
 }

@@ -139,11 +139,16 @@ impl RegistryFile {
         let read = |p: PathBuf| {
             std::fs::read(&p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))
         };
+        // Search and eval (the ranked commands) need no help pages: help.json is not read.
         let result = settle_folder(dir)
             .and_then(|()| read(self.registry.clone()))
-            .and_then(|r| read(dir.join("help.json")).map(|h| (r, h)))
-            .and_then(|(r, h)| {
-                toolreg::runtime::Gateway::from_slices(&r, &h).map_err(|e| e.to_string())
+            .and_then(|r| match ranking {
+                Some(_) => toolreg::registry::Registry::from_slice(&r)
+                    .map(toolreg::runtime::Gateway::for_search)
+                    .map_err(|e| e.to_string()),
+                None => read(dir.join("help.json")).and_then(|h| {
+                    toolreg::runtime::Gateway::from_slices(&r, &h).map_err(|e| e.to_string())
+                }),
             });
         // Hybrid search when the vectors were built; vectors from another model or registry
         // are refused, never mixed in.

@@ -235,6 +235,18 @@ impl Gateway {
         })
     }
 
+    /// A gateway for search (and exec) only, without help pages: what `toolreg search` and
+    /// `eval` load, since a cold process otherwise parses `help.json` (larger than the
+    /// registry) for nothing. Its `help` answers every path `UNKNOWN_PATH`.
+    pub fn for_search(registry: Registry) -> Gateway {
+        let help = HelpDoc {
+            generator: registry.generator.clone(),
+            registry_version: registry.registry_version.clone(),
+            pages: Default::default(),
+        };
+        Self::new(registry, help).expect("the help pages carry the registry's version")
+    }
+
     /// From `registry.json` and `help.json` bytes (e.g. embedded with `include_bytes!`).
     pub fn from_slices(registry: &[u8], help: &[u8]) -> Result<Gateway, GatewayError> {
         let reg = Registry::from_slice(registry)?;
