@@ -237,3 +237,54 @@ fn the_repository_layout_matches_the_tree() {
 fn common_repo() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// The README's "First five minutes" transcript is what the commands print: each `$ toolreg`
+/// line is run on a copy of the GitHub MCP server's tools, and every line shown under it must
+/// be a line of what it printed (stderr and stdout; search as at a terminal, `--format text`).
+#[test]
+fn the_first_five_minutes_transcript_is_what_toolreg_prints() {
+    let readme = read("README.md");
+    let start = readme
+        .find("```text\n$ toolreg build --definitions github/")
+        .expect("the README's transcript");
+    let block = &readme[start + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    common::copy_dir(
+        &common::repo().join("tests/catalogs/github"),
+        &dir.path().join("github"),
+    );
+    let mut checked = 0;
+    for part in block.split("$ toolreg ").filter(|p| !p.trim().is_empty()) {
+        let mut lines = part.lines();
+        let command = lines.next().unwrap();
+        let mut args: Vec<String> = Vec::new();
+        // Quoted words stay one argument.
+        for (i, piece) in command.split('"').enumerate() {
+            if i % 2 == 1 {
+                args.push(piece.to_string());
+            } else {
+                args.extend(piece.split_whitespace().map(str::to_owned));
+            }
+        }
+        if args[0] == "search" {
+            args.extend(["--format".into(), "text".into()]);
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = common::toolreg(dir.path(), &refs);
+        assert!(o.status.success(), "{command}: {}", common::stderr(&o));
+        let printed = format!(
+            "{}{}",
+            common::stderr(&o),
+            String::from_utf8_lossy(&o.stdout)
+        );
+        for shown in lines.filter(|l| !l.trim().is_empty()) {
+            assert!(
+                printed.lines().any(|l| l == shown),
+                "README shows a line `toolreg {command}` does not print:\n{shown}\n--- it printed:\n{printed}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "{checked} lines checked");
+}

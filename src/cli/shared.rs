@@ -144,7 +144,22 @@ impl RegistryFile {
             .and_then(|()| read(self.registry.clone()))
             .and_then(|r| match ranking {
                 Some(_) => toolreg::registry::Registry::from_slice(&r)
-                    .map(toolreg::runtime::Gateway::for_search)
+                    .map(|reg| {
+                        let mut gw = toolreg::runtime::Gateway::for_search(reg);
+                        // The build's index, when it is this registry's (else built on use).
+                        let file = dir.join(toolreg::runtime::search::INDEX_FILE);
+                        if let Ok(bytes) = std::fs::read(file) {
+                            let version = gw.registry().registry_version.clone();
+                            if let Some(index) =
+                                toolreg::runtime::search::SearchIndex::from_artifact(
+                                    &bytes, &version,
+                                )
+                            {
+                                gw.set_search_index(index);
+                            }
+                        }
+                        gw
+                    })
                     .map_err(|e| e.to_string()),
                 None => read(dir.join("help.json")).and_then(|h| {
                     toolreg::runtime::Gateway::from_slices(&r, &h).map_err(|e| e.to_string())

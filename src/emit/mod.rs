@@ -11,6 +11,8 @@ pub mod python;
 pub mod registry_json;
 pub mod report;
 pub mod rust;
+#[cfg(feature = "runtime")]
+pub mod search_index;
 pub mod surfaces;
 pub mod typescript;
 #[cfg(feature = "semantic")]
@@ -63,6 +65,9 @@ pub enum Emitter {
     Ts,
     /// `docs/`: markdown pages and an mdBook.
     Docs,
+    /// `search.json`: the search index, so a cold search does not build it (feature `runtime`).
+    #[cfg(feature = "runtime")]
+    Search,
     /// `ts/client.ts`: zod schemas and a validating, typed client (with `ts/registry.ts`).
     Zod,
     /// `python/registry.py`: pydantic models and a validating, typed client.
@@ -98,6 +103,8 @@ impl Emitter {
         Emitter::Rust,
         Emitter::Ts,
         Emitter::Docs,
+        #[cfg(feature = "runtime")]
+        Emitter::Search,
     ];
 
     /// Emitters `--emit` can name that the default set leaves out: `zod`, `python` and
@@ -125,6 +132,8 @@ impl Emitter {
             Emitter::Rust => "rust",
             Emitter::Ts => "ts",
             Emitter::Docs => "docs",
+            #[cfg(feature = "runtime")]
+            Emitter::Search => "search",
             Emitter::Zod => "zod",
             Emitter::Python => "python",
             Emitter::Codemode => "codemode",
@@ -147,6 +156,8 @@ impl Emitter {
             Emitter::Registry => 4,
             Emitter::Surfaces => 5,
             Emitter::Ts => 6,
+            #[cfg(feature = "runtime")]
+            Emitter::Search => 2,
             Emitter::Zod | Emitter::Python | Emitter::Codemode => 3,
             #[cfg(feature = "semantic")]
             Emitter::Vectors => 0,
@@ -163,6 +174,8 @@ impl Emitter {
             Emitter::Rust => rust::emit(reg, diags),
             Emitter::Ts => typescript::emit(reg),
             Emitter::Docs => docs::render(reg, settings.templates.as_deref(), diags),
+            #[cfg(feature = "runtime")]
+            Emitter::Search => search_index::emit(reg),
             Emitter::Zod => zod::emit(reg),
             Emitter::Python => python::emit(reg),
             Emitter::Codemode => codemode::emit(reg),

@@ -285,6 +285,14 @@ impl Gateway {
         }
     }
 
+    /// Uses a prebuilt search index (a build's `search.json`, read with
+    /// [`SearchIndex::from_artifact`]) instead of building one on first search.
+    pub fn set_search_index(&mut self, mut index: SearchIndex) {
+        index.set_limits(self.search_limits);
+        index.set_calibrated_dense(self.calibrated_dense);
+        self.index = OnceLock::from(index);
+    }
+
     /// The search index, built on first use.
     fn index(&self) -> &SearchIndex {
         self.index.get_or_init(|| {

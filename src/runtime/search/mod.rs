@@ -276,25 +276,38 @@ pub const DEFAULT_LIMIT: usize = 5;
 
 pub const MAX_LIMIT: usize = 50;
 
-/// A search index over one registry's ops.
+/// A search index over one registry's ops. It is a pure function of the registry (and of this
+/// toolreg's phrasing data), so a build can write it (`search.json`, [`SearchIndex::to_artifact`])
+/// and a cold `toolreg search` read it instead of building it ([`SearchIndex::from_artifact`]).
+/// Maps are written with sorted keys: the artifact's bytes never depend on hashing.
+#[derive(Serialize, Deserialize)]
 pub struct SearchIndex {
     ops: Vec<String>,
     /// term -> (op index, its BM25F term weight: field tfs weighted and length-normalized).
     /// Query-independent, so computed once; a query only touches its terms' postings.
+    #[serde(serialize_with = "sorted")]
     postings: HashMap<String, Vec<(u32, f64)>>,
     /// term -> inverse document frequency.
+    #[serde(serialize_with = "sorted")]
     idf: HashMap<String, f64>,
     /// term -> (op index, which structural parts hold it: ENTITY | ACTION | QUALIFIER bits).
+    #[serde(serialize_with = "sorted")]
     structure: HashMap<String, Vec<(u32, u8)>>,
+    #[serde(serialize_with = "sorted")]
     synonyms: HashMap<String, Vec<String>>,
     write_actions: Vec<String>,
+    /// Set by whoever serves the index, never stored.
+    #[serde(skip)]
     limits: SearchLimits,
     /// Every entity word of the catalog, to tell which query words name entities.
     entity_words: Vec<String>,
     /// How many ops have each word in their structure (entity, action or qualifier).
+    #[serde(serialize_with = "sorted")]
     structure_df: HashMap<String, f64>,
     /// Each catalog word with one letter deleted -> the words (for typo tolerance: two words
     /// one edit apart share a one-deletion form, so a lookup costs a few hash probes).
+    /// Derived from the vocabulary (`idf`), so never stored: rebuilt when read.
+    #[serde(skip)]
     deletions: HashMap<String, Vec<String>>,
     /// Multi-word phrases (as raw words) -> catalog words.
     phrases: Vec<(Vec<String>, Vec<String>)>,
@@ -305,6 +318,88 @@ pub struct SearchIndex {
     /// The floors of hybrid `match` for the fused model, when they are known (see
     /// `set_calibrated_dense`); otherwise hybrid answers use the lexical floors.
     hybrid_floors: Option<MatchFloors>,
+}
+
+/// A map serialized with its keys in order.
+fn sorted<S: serde::Serializer, V: Serialize>(
+    map: &HashMap<String, V>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    map.iter().collect::<BTreeMap<&String, &V>>().serialize(s)
+}
+
+/// Each catalog word with one letter deleted -> the words that give it (typo tolerance).
+fn deletions_of(idf: &HashMap<String, f64>) -> HashMap<String, Vec<String>> {
+    let mut deletions: HashMap<String, Vec<String>> = HashMap::new();
+    let mut vocabulary: Vec<&String> = idf.keys().collect();
+    vocabulary.sort();
+    for w in vocabulary.into_iter().filter(|w| typo_candidate(w)) {
+        for d in one_deletions(w) {
+            deletions.entry(d).or_default().push(w.clone());
+        }
+    }
+    deletions
+}
+
+/// The file a build writes the index to, beside `registry.json`.
+pub const INDEX_FILE: &str = "search.json";
+
+/// Bumped whenever what the index holds, or how search reads it, changes; an index of another
+/// format (or another toolreg version, or registry) is not read: search builds its own.
+pub const INDEX_FORMAT: u32 = 1;
+
+/// The header of `search.json`: what it was built from and by.
+#[derive(Serialize, Deserialize)]
+struct IndexHeader {
+    generator: String,
+    toolreg_version: String,
+    index_format: u32,
+    registry_version: String,
+}
+
+impl SearchIndex {
+    /// `search.json` for `reg`: a header naming the registry version, toolreg's version and the
+    /// index format, then the index (compact, sorted keys).
+    pub fn to_artifact(reg: &Registry) -> String {
+        let header = IndexHeader {
+            generator: crate::model::registry::GENERATOR.into(),
+            toolreg_version: env!("CARGO_PKG_VERSION").into(),
+            index_format: INDEX_FORMAT,
+            registry_version: reg.registry_version.clone(),
+        };
+        let index = SearchIndex::new(reg);
+        let mut out = serde_json::to_string(&serde_json::json!({"header": header}))
+            .expect("the header serializes");
+        // `{"header":{...},"index":{...}}` with the index written once, straight from the
+        // struct (a Value round trip would double the memory of a fleet-sized index).
+        out.pop();
+        out.push_str(",\"index\":");
+        out.push_str(&serde_json::to_string(&index).expect("the index serializes"));
+        out.push_str("}\n");
+        out
+    }
+
+    /// The index in `bytes` (a `search.json`), when it was built for `registry_version` by
+    /// this toolreg in this format; `None` otherwise (then build one with [`SearchIndex::new`]).
+    pub fn from_artifact(bytes: &[u8], registry_version: &str) -> Option<SearchIndex> {
+        #[derive(Deserialize)]
+        struct File {
+            header: IndexHeader,
+            index: SearchIndex,
+        }
+        let file: File = serde_json::from_slice(bytes).ok()?;
+        let h = &file.header;
+        let current = h.generator == crate::model::registry::GENERATOR
+            && h.toolreg_version == env!("CARGO_PKG_VERSION")
+            && h.index_format == INDEX_FORMAT
+            && h.registry_version == registry_version;
+        if !current {
+            return None;
+        }
+        let mut index = file.index;
+        index.deletions = deletions_of(&index.idf);
+        Some(index)
+    }
 }
 
 /// When a query names several entities, the first is usually the object ("tasks in this
@@ -447,14 +542,7 @@ impl SearchIndex {
             .iter()
             .map(|(t, df)| (t.clone(), (1.0 + (n - df + 0.5) / (df + 0.5)).ln()))
             .collect();
-        let mut deletions: HashMap<String, Vec<String>> = HashMap::new();
-        let mut vocabulary: Vec<&String> = idf.keys().collect();
-        vocabulary.sort();
-        for w in vocabulary.into_iter().filter(|w| typo_candidate(w)) {
-            for d in one_deletions(w) {
-                deletions.entry(d).or_default().push(w.clone());
-            }
-        }
+        let deletions = deletions_of(&idf);
         let phrases = data
             .phrases
             .iter()

@@ -1,0 +1,133 @@
+//! `search.json` (issue 33): the search index a build writes answers every query exactly as the
+//! index search builds for itself, is byte-identical from build to build, and is never read
+//! when it is not this registry's, this toolreg's, or whole.
+
+mod common;
+
+use serde_json::Value;
+use toolreg::runtime::search::{SearchIndex, SearchRequest};
+use toolreg::runtime::Gateway;
+
+fn registry(defs: &str) -> toolreg::Registry {
+    let compiled = toolreg::compiler::compile(&common::repo().join(defs));
+    compiled
+        .registry
+        .unwrap_or_else(|| panic!("{defs}: {}", compiled.diagnostics.render_text()))
+}
+
+/// Every op's summary, its tool name with a typo, and the repo's seed queries.
+fn queries(reg: &toolreg::Registry) -> Vec<String> {
+    let mut q: Vec<String> = reg
+        .ops
+        .values()
+        .flat_map(|r| {
+            let mut typo = r.tool_name.clone();
+            if typo.len() > 4 {
+                typo.remove(2);
+            }
+            [r.summary.clone(), typo]
+        })
+        .collect();
+    let seeds =
+        std::fs::read_to_string(common::shared().join("eval/seed-catalog-queries.jsonl")).unwrap();
+    for line in seeds.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        q.push(v["query"].as_str().unwrap().to_string());
+    }
+    q.push("order a pizza to my office".into());
+    q
+}
+
+#[test]
+fn a_written_index_answers_as_a_built_one() {
+    for defs in ["definitions", "tests/catalogs/fleet/livemcp"] {
+        let reg = registry(defs);
+        let artifact = SearchIndex::to_artifact(&reg);
+        assert_eq!(
+            artifact,
+            SearchIndex::to_artifact(&reg),
+            "{defs}: the same bytes every time"
+        );
+        let index = SearchIndex::from_artifact(artifact.as_bytes(), &reg.registry_version)
+            .expect("the index of this registry is read");
+        let asked = queries(&reg);
+        let built = Gateway::for_search(reg.clone());
+        let mut read = Gateway::for_search(reg);
+        read.set_search_index(index);
+        for q in &asked {
+            let mut req = SearchRequest::query(q.clone());
+            req.limit = Some(10);
+            let a = serde_json::to_value(built.search(&req)).unwrap();
+            let b = serde_json::to_value(read.search(&req)).unwrap();
+            assert_eq!(
+                a, b,
+                "{defs}: `{q}` answers otherwise from the written index"
+            );
+        }
+        assert!(asked.len() > 100, "{defs}: {} queries", asked.len());
+    }
+}
+
+#[test]
+fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
+    let reg = registry("definitions");
+    let artifact = SearchIndex::to_artifact(&reg);
+    assert!(SearchIndex::from_artifact(artifact.as_bytes(), "b3:0000000000000000").is_none());
+    for (from, to) in [
+        ("\"index_format\":1", "\"index_format\":999"),
+        ("\"toolreg_version\":\"", "\"toolreg_version\":\"0.0.0-"),
+    ] {
+        let edited = artifact.replacen(from, to, 1);
+        assert_ne!(edited, artifact);
+        assert!(
+            SearchIndex::from_artifact(edited.as_bytes(), &reg.registry_version).is_none(),
+            "{to}"
+        );
+    }
+    let cut = &artifact.as_bytes()[..artifact.len() / 2];
+    assert!(SearchIndex::from_artifact(cut, &reg.registry_version).is_none());
+    assert!(SearchIndex::from_artifact(b"{}", &reg.registry_version).is_none());
+}
+
+/// The CLI reads the build's index and, when the file is torn or stale, answers exactly as
+/// without it (it builds its own), never fails.
+#[test]
+fn toolreg_search_answers_the_same_with_a_broken_index() {
+    let repo = common::repo();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["registry.json", "search.json"] {
+        std::fs::copy(repo.join("generated").join(name), dir.path().join(name)).unwrap();
+    }
+    let registry = dir.path().join("registry.json");
+    let search = || {
+        let o = common::toolreg(
+            &repo,
+            &[
+                "search",
+                "remind me what's left before launch",
+                "--registry",
+                registry.to_str().unwrap(),
+                "--format",
+                "json",
+            ],
+        );
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        o.stdout
+    };
+    let with_index = search();
+    let text = std::fs::read_to_string(dir.path().join("search.json")).unwrap();
+    std::fs::write(dir.path().join("search.json"), &text[..text.len() / 3]).unwrap();
+    assert_eq!(search(), with_index, "a torn index");
+    std::fs::write(
+        dir.path().join("search.json"),
+        text.replacen(
+            "\"registry_version\":\"b3:",
+            "\"registry_version\":\"b3:0",
+            1,
+        ),
+    )
+    .unwrap();
+    assert_eq!(search(), with_index, "a stale index");
+    std::fs::remove_file(dir.path().join("search.json")).unwrap();
+    assert_eq!(search(), with_index, "no index");
+}
