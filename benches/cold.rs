@@ -1,8 +1,9 @@
 //! Cold CLI benchmark (issue 33): `toolreg help OP`, `toolreg exec OP` and `toolreg search Q` as a
-//! fresh process on registries of 2,500 and 10,000 synthetic ops, with the build's
-//! `lookup.json` (a command that needs one op or page reads only that) and without it (the
-//! whole registry is parsed: how every command ran before), interleaved in one run. Prints the
-//! median wall time and peak RSS of each.
+//! fresh process on registries of 2,500 and 10,000 synthetic ops, with the build's index and
+//! without it, interleaved in one run: for help and exec `lookup.json` (a command that needs one
+//! op or page reads only that; without it the whole registry is parsed), for search
+//! `search.json` (without it search builds its index). Prints the median wall time and peak RSS
+//! of each.
 //!
 //! Each command runs in a child of this binary (`--child`), so its peak is its own.
 //! `cargo bench --bench cold`; `-- --quick` runs 1,000 ops, three rounds (CI).
@@ -74,14 +75,14 @@ fn main() {
     println!("toolreg cold CLI benchmark: median of {rounds} runs each, wall ms / peak MiB");
     println!(
         "{:>7} {:<8} {:>22} {:>22} {:>8}",
-        "ops", "command", "whole registry", "lookup.json", "ratio"
+        "ops", "command", "without the index", "with it", "ratio"
     );
     for &n in sizes {
         let tmp = tempfile::tempdir().unwrap();
         let (defs, out) = (tmp.path().join("defs"), tmp.path().join("out"));
         synthetic::write_catalog(&defs, n);
         let built = Command::new(env!("CARGO_BIN_EXE_toolreg"))
-            .args(["build", "--emit", "registry,help", "--definitions"])
+            .args(["build", "--emit", "registry,help,search", "--definitions"])
             .arg(&defs)
             .arg("--out")
             .arg(&out)
@@ -109,13 +110,21 @@ fn main() {
                 vec!["search", "list the tasks", "--registry", registry],
             ),
         ];
+        let search_index = out.join("search.json");
+        let search_kept = tmp.path().join("search.json");
         for (name, cmd) in &commands {
+            // help and exec read lookup.json; search reads search.json.
+            let (index, kept) = if *name == "search" {
+                (&search_index, &search_kept)
+            } else {
+                (&index, &kept)
+            };
             let (mut before, mut after) = (Vec::new(), Vec::new());
             for _ in 0..rounds {
                 // Interleaved: without the index, then with it.
-                std::fs::rename(&index, &kept).unwrap();
+                std::fs::rename(index, kept).unwrap();
                 before.push(run(cmd));
-                std::fs::rename(&kept, &index).unwrap();
+                std::fs::rename(kept, index).unwrap();
                 after.push(run(cmd));
             }
             let ms = |v: &[(f64, f64)]| median(v.iter().map(|r| r.0 * 1e3).collect());
