@@ -51,6 +51,16 @@ fn a_written_index_answers_as_a_built_one() {
         let index = SearchIndex::from_artifact(artifact.as_bytes(), &reg.registry_version)
             .expect("the index of this registry is read");
         let asked = queries(&reg);
+        // What a cold `toolreg search` loads: the registry as search sees it, from search.json.
+        let (view, view_index) =
+            SearchIndex::read_artifact(artifact.as_bytes(), &reg.registry_version)
+                .expect("the registry and index of this registry are read");
+        assert!(view
+            .ops
+            .values()
+            .all(|r| r.description.is_empty() && r.examples.is_empty()));
+        let mut cold = Gateway::for_search(view);
+        cold.set_search_index(view_index);
         let built = Gateway::for_search(reg.clone());
         let mut read = Gateway::for_search(reg);
         read.set_search_index(index);
@@ -62,6 +72,11 @@ fn a_written_index_answers_as_a_built_one() {
             assert_eq!(
                 a, b,
                 "{defs}: `{q}` answers otherwise from the written index"
+            );
+            let c = serde_json::to_value(cold.search(&req)).unwrap();
+            assert_eq!(
+                a, c,
+                "{defs}: `{q}` answers otherwise from search.json alone"
             );
         }
         assert!(asked.len() > 100, "{defs}: {} queries", asked.len());
@@ -86,6 +101,8 @@ fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
     }
     let cut = &artifact.as_bytes()[..artifact.len() / 2];
     assert!(SearchIndex::from_artifact(cut, &reg.registry_version).is_none());
+    assert!(SearchIndex::read_artifact(cut, &reg.registry_version).is_none());
+    assert!(SearchIndex::read_artifact(artifact.as_bytes(), "b3:0000000000000000").is_none());
     assert!(SearchIndex::from_artifact(b"{}", &reg.registry_version).is_none());
 }
 
@@ -130,4 +147,11 @@ fn toolreg_search_answers_the_same_with_a_broken_index() {
     assert_eq!(search(), with_index, "a stale index");
     std::fs::remove_file(dir.path().join("search.json")).unwrap();
     assert_eq!(search(), with_index, "no index");
+    // A search.json of another registry (the catalog changed since it was written): not read.
+    std::fs::copy(
+        repo.join("examples/universal-agent/generated/search.json"),
+        dir.path().join("search.json"),
+    )
+    .unwrap();
+    assert_eq!(search(), with_index, "another registry's index");
 }

@@ -129,42 +129,25 @@ impl RegistryFile {
         &self,
         ranking: Option<&Ranking>,
     ) -> Result<toolreg::runtime::Gateway, ExitCode> {
-        #[cfg(not(feature = "semantic"))]
-        let _ = ranking;
         let dir = self
             .registry
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."));
-        let read = |p: PathBuf| {
-            std::fs::read(&p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))
-        };
-        // Search and eval (the ranked commands) need no help pages: help.json is not read.
-        let result = settle_folder(dir)
-            .and_then(|()| read(self.registry.clone()))
-            .and_then(|r| match ranking {
-                Some(_) => toolreg::registry::Registry::from_slice(&r)
-                    .map(|reg| {
-                        let mut gw = toolreg::runtime::Gateway::for_search(reg);
-                        // The build's index, when it is this registry's (else built on use).
-                        let file = dir.join(toolreg::runtime::search::INDEX_FILE);
-                        if let Ok(bytes) = std::fs::read(file) {
-                            let version = gw.registry().registry_version.clone();
-                            if let Some(index) =
-                                toolreg::runtime::search::SearchIndex::from_artifact(
-                                    &bytes, &version,
-                                )
-                            {
-                                gw.set_search_index(index);
-                            }
-                        }
-                        gw
-                    })
-                    .map_err(|e| e.to_string()),
-                None => read(dir.join("help.json")).and_then(|h| {
-                    toolreg::runtime::Gateway::from_slices(&r, &h).map_err(|e| e.to_string())
-                }),
-            });
+        let result = settle_folder(dir).and_then(|()| match ranking {
+            // Search and eval (the ranked commands) read no help pages; with the build's
+            // search.json (the index, and the registry as search sees it) they do not parse
+            // registry.json either: only its version is read, from its last bytes.
+            Some(_) => match search_artifact(&self.registry, dir) {
+                Some(gw) => Ok(gw),
+                None => self.load_for_search(dir),
+            },
+            None => {
+                let registry = read(&self.registry)?;
+                let help = read(&dir.join("help.json"))?;
+                toolreg::runtime::Gateway::from_slices(&registry, &help).map_err(|e| e.to_string())
+            }
+        });
         // Hybrid search when the vectors were built; vectors from another model or registry
         // are refused, never mixed in.
         #[cfg(feature = "semantic")]
@@ -192,4 +175,68 @@ impl RegistryFile {
             ExitCode::from(2)
         })
     }
+
+    /// The whole registry for search (no help pages), with the build's index when it is this
+    /// registry's (else search builds one on first use).
+    fn load_for_search(&self, dir: &std::path::Path) -> Result<toolreg::runtime::Gateway, String> {
+        let reg = toolreg::registry::Registry::from_slice(&read(&self.registry)?)
+            .map_err(|e| e.to_string())?;
+        let mut gw = toolreg::runtime::Gateway::for_search(reg);
+        if let Ok(bytes) = std::fs::read(dir.join(toolreg::runtime::search::INDEX_FILE)) {
+            let version = gw.registry().registry_version.clone();
+            if let Some(index) =
+                toolreg::runtime::search::SearchIndex::from_artifact(&bytes, &version)
+            {
+                gw.set_search_index(index);
+            }
+        }
+        Ok(gw)
+    }
+}
+
+fn read(p: &std::path::Path) -> Result<Vec<u8>, String> {
+    std::fs::read(p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))
+}
+
+/// A search-only gateway from the build's `search.json`, when it was written for the
+/// `registry.json` beside it (whose version is read from its last bytes, not parsed).
+fn search_artifact(
+    registry: &std::path::Path,
+    dir: &std::path::Path,
+) -> Option<toolreg::runtime::Gateway> {
+    let bytes = std::fs::read(dir.join(toolreg::runtime::search::INDEX_FILE)).ok()?;
+    let version = registry_version_of(registry)?;
+    let (reg, index) = toolreg::runtime::search::SearchIndex::read_artifact(&bytes, &version)?;
+    let mut gw = toolreg::runtime::Gateway::for_search(reg);
+    gw.set_search_index(index);
+    Some(gw)
+}
+
+/// The `registry_version` of a registry.json toolreg wrote, found without parsing it: the key
+/// sits at the top level (`\n  "registry_version": "b3:..."`, two spaces in, which nothing
+/// nested can be, and no string holds a raw newline), after the ops, so the file is searched
+/// from its end.
+fn registry_version_of(path: &std::path::Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    const KEY: &[u8] = b"\n  \"registry_version\": \"";
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    // The tree and the settings follow the version: a few KB per hundred ops.
+    for window in [256 * 1024, 8 * 1024 * 1024, len] {
+        let start = len.saturating_sub(window);
+        file.seek(SeekFrom::Start(start)).ok()?;
+        let mut tail = Vec::new();
+        file.by_ref().take(window).read_to_end(&mut tail).ok()?;
+        if let Some(at) = tail.windows(KEY.len()).rposition(|w| w == KEY) {
+            let rest = &tail[at + KEY.len()..];
+            let end = rest.iter().position(|b| *b == b'"')?;
+            let version = std::str::from_utf8(&rest[..end]).ok()?;
+            return (version.starts_with("b3:") && version.len() <= 64)
+                .then(|| version.to_string());
+        }
+        if start == 0 {
+            break;
+        }
+    }
+    None
 }

@@ -357,6 +357,40 @@ struct IndexHeader {
     registry_version: String,
 }
 
+impl IndexHeader {
+    fn is_current(&self, registry_version: &str) -> bool {
+        self.generator == crate::model::registry::GENERATOR
+            && self.toolreg_version == env!("CARGO_PKG_VERSION")
+            && self.index_format == INDEX_FORMAT
+            && self.registry_version == registry_version
+    }
+}
+
+/// The registry as a search with a built index reads it: every op's name, tool names, group,
+/// entity, action, kind, summary and argument list (for usage lines), the tree and the settings;
+/// without descriptions, schemas, examples, phrasings, policies and pins, which only building
+/// the index reads (`tests/search_index.rs` proves the answers are the same).
+fn search_view(reg: &Registry) -> Registry {
+    let mut view = reg.clone();
+    for r in view.ops.values_mut() {
+        r.description = String::new();
+        r.parameters_schema = Value::Object(Default::default());
+        r.output_schema = None;
+        r.examples = Vec::new();
+        r.policy = None;
+        r.pin = None;
+        r.when_to_use = None;
+        r.queries = Vec::new();
+        r.annotations = None;
+        for a in &mut r.args {
+            a.description = String::new();
+        }
+    }
+    view.quarantined = Vec::new();
+    view.upstreams = Default::default();
+    view
+}
+
 impl SearchIndex {
     /// `search.json` for `reg`: a header naming the registry version, toolreg's version and the
     /// index format, then the index (compact, sorted keys).
@@ -370,13 +404,39 @@ impl SearchIndex {
         let index = SearchIndex::new(reg);
         let mut out = serde_json::to_string(&serde_json::json!({"header": header}))
             .expect("the header serializes");
-        // `{"header":{...},"index":{...}}` with the index written once, straight from the
-        // struct (a Value round trip would double the memory of a fleet-sized index).
+        // `{"header":{...},"index":{...},"registry":{...}}`, each part written once, straight
+        // from its struct (a Value round trip would double the memory of a fleet-sized index).
         out.pop();
         out.push_str(",\"index\":");
         out.push_str(&serde_json::to_string(&index).expect("the index serializes"));
+        out.push_str(",\"registry\":");
+        out.push_str(&serde_json::to_string(&search_view(reg)).expect("the registry serializes"));
         out.push_str("}\n");
         out
+    }
+
+    /// The index and the registry as search sees it, from `bytes` (a `search.json`), when it was
+    /// built by this toolreg in this format for `registry_version` (the version of the
+    /// `registry.json` beside it); `None` otherwise. The registry lacks what only building the
+    /// index reads (descriptions, schemas, examples, phrasings, policies, pins): it serves
+    /// search and eval, never exec or help.
+    pub fn read_artifact(bytes: &[u8], registry_version: &str) -> Option<(Registry, SearchIndex)> {
+        #[derive(Deserialize)]
+        struct File {
+            header: IndexHeader,
+            index: SearchIndex,
+            registry: Registry,
+        }
+        let file: File = serde_json::from_slice(bytes).ok()?;
+        if !file.header.is_current(registry_version)
+            || file.registry.registry_version != registry_version
+            || file.registry.format_version != crate::model::registry::FORMAT_VERSION
+        {
+            return None;
+        }
+        let mut index = file.index;
+        index.deletions = deletions_of(&index.idf);
+        Some((file.registry, index))
     }
 
     /// The index in `bytes` (a `search.json`), when it was built for `registry_version` by
@@ -388,12 +448,7 @@ impl SearchIndex {
             index: SearchIndex,
         }
         let file: File = serde_json::from_slice(bytes).ok()?;
-        let h = &file.header;
-        let current = h.generator == crate::model::registry::GENERATOR
-            && h.toolreg_version == env!("CARGO_PKG_VERSION")
-            && h.index_format == INDEX_FORMAT
-            && h.registry_version == registry_version;
-        if !current {
+        if !file.header.is_current(registry_version) {
             return None;
         }
         let mut index = file.index;
