@@ -423,17 +423,7 @@ fn the_code_mode_figures_in_the_readme_are_measured() {
     let repo = common::repo();
     let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
     let guide = std::fs::read_to_string(repo.join("docs/guide.md")).unwrap();
-    let thousands = |n: u64| {
-        let s = n.to_string();
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
-    };
+    let thousands = |n: u64| toolreg::diff::cache::thousands(n as usize);
     let size = |bytes: u64| {
         if bytes < 100_000 {
             format!("{} KB", (bytes as f64 / 1000.0).round())

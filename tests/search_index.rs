@@ -61,6 +61,17 @@ fn a_written_index_answers_as_a_built_one() {
             .all(|r| r.description.is_empty() && r.examples.is_empty()));
         let mut cold = Gateway::for_search(view);
         cold.set_search_index(view_index);
+        // The view has no schemas: exec through it fails closed.
+        let op = cold.registry().ops.keys().next().unwrap().clone();
+        let refused = cold.prepare(
+            &toolreg::runtime::ExecCall::new(op.clone(), serde_json::json!({})),
+            &toolreg::runtime::Scope::all(),
+            &mut Vec::new(),
+        );
+        assert!(
+            refused.is_err(),
+            "{defs}: exec of `{op}` through the search view ran"
+        );
         let built = Gateway::for_search(reg.clone());
         let mut read = Gateway::for_search(reg);
         read.set_search_index(index);

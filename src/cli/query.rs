@@ -252,19 +252,7 @@ pub(super) struct EvalRun {
 }
 
 pub(super) fn eval(run: EvalRun) -> ExitCode {
-    let EvalRun {
-        queries,
-        registry,
-        k,
-        format,
-        compare,
-        out_of_scope,
-        ranking,
-        quiet,
-    } = run;
-    let mut progress =
-        super::progress::Progress::start(&format!("evaluating {}", queries.display()), quiet);
-    let gw = match registry.gateway_ranked(&ranking) {
+    let gw = match run.registry.gateway_ranked(&run.ranking) {
         Ok(g) => g,
         Err(code) => return code,
     };
@@ -274,32 +262,36 @@ pub(super) fn eval(run: EvalRun) -> ExitCode {
             ExitCode::from(2)
         })
     };
-    let text = match read(&queries) {
+    let text = match read(&run.queries) {
         Ok(t) => t,
         Err(code) => return code,
     };
-    if compare {
-        progress.finish();
-        return eval_compare(&gw, &text, &k, format);
-    }
-    let abstention = match &out_of_scope {
-        None => None,
-        Some(f) => {
-            let oos = match read(f) {
-                Ok(t) => t,
-                Err(code) => return code,
-            };
-            match toolreg::runtime::eval::out_of_scope(&gw, &oos) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    progress.finish();
-                    eprintln!("error: {}: {e}", f.display());
-                    return ExitCode::from(2);
-                }
-            }
-        }
+    let oos = match run.out_of_scope.as_ref().map(read).transpose() {
+        Ok(t) => t,
+        Err(code) => return code,
     };
-    let ran = toolreg::runtime::eval::run(&gw, &text, &k);
+    // Started once nothing more is read, so no error of this command prints under it.
+    let mut progress = super::progress::Progress::start(
+        &format!("evaluating {}", run.queries.display()),
+        run.quiet,
+    );
+    let (k, format) = (&run.k, run.format);
+    if run.compare {
+        progress.finish();
+        return eval_compare(&gw, &text, k, format);
+    }
+    let abstention = match (&run.out_of_scope, oos) {
+        (Some(f), Some(oos)) => match toolreg::runtime::eval::out_of_scope(&gw, &oos) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                progress.finish();
+                eprintln!("error: {}: {e}", f.display());
+                return ExitCode::from(2);
+            }
+        },
+        _ => None,
+    };
+    let ran = toolreg::runtime::eval::run(&gw, &text, k);
     progress.finish();
     match ran {
         Ok(report) => {
@@ -327,7 +319,7 @@ pub(super) fn eval(run: EvalRun) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {}: {e}", queries.display());
+            eprintln!("error: {}: {e}", run.queries.display());
             ExitCode::from(2)
         }
     }

@@ -138,10 +138,7 @@ impl RegistryFile {
             // Search and eval (the ranked commands) read no help pages; with the build's
             // search.json (the index, and the registry as search sees it) they do not parse
             // registry.json either: only its version is read, from its last bytes.
-            Some(_) => match search_artifact(&self.registry, dir) {
-                Some(gw) => Ok(gw),
-                None => self.load_for_search(dir),
-            },
+            Some(_) => self.load_for_search(dir),
             None => {
                 let registry = read(&self.registry)?;
                 let help = read(&dir.join("help.json"))?;
@@ -176,19 +173,27 @@ impl RegistryFile {
         })
     }
 
-    /// The whole registry for search (no help pages), with the build's index when it is this
-    /// registry's (else search builds one on first use).
+    /// A gateway for search (no help pages). With the build's search.json for the registry.json
+    /// beside it, that file alone; else the whole registry, with the file's index when the
+    /// version could only be read by parsing. Each file is read and parsed once at most.
     fn load_for_search(&self, dir: &std::path::Path) -> Result<toolreg::runtime::Gateway, String> {
+        use toolreg::runtime::search::{SearchIndex, INDEX_FILE};
+        let mut artifact = std::fs::read(dir.join(INDEX_FILE)).ok();
+        if let (Some(bytes), Some(version)) = (&artifact, registry_version_of(&self.registry)) {
+            if let Some((reg, index)) = SearchIndex::read_artifact(bytes, &version) {
+                let mut gw = toolreg::runtime::Gateway::for_search(reg);
+                gw.set_search_index(index);
+                return Ok(gw);
+            }
+            // Not this registry's (or torn): not read again below.
+            artifact = None;
+        }
         let reg = toolreg::registry::Registry::from_slice(&read(&self.registry)?)
             .map_err(|e| e.to_string())?;
         let mut gw = toolreg::runtime::Gateway::for_search(reg);
-        if let Ok(bytes) = std::fs::read(dir.join(toolreg::runtime::search::INDEX_FILE)) {
-            let version = gw.registry().registry_version.clone();
-            if let Some(index) =
-                toolreg::runtime::search::SearchIndex::from_artifact(&bytes, &version)
-            {
-                gw.set_search_index(index);
-            }
+        let version = gw.registry().registry_version.clone();
+        if let Some(index) = artifact.and_then(|b| SearchIndex::from_artifact(&b, &version)) {
+            gw.set_search_index(index);
         }
         Ok(gw)
     }
@@ -196,20 +201,6 @@ impl RegistryFile {
 
 fn read(p: &std::path::Path) -> Result<Vec<u8>, String> {
     std::fs::read(p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))
-}
-
-/// A search-only gateway from the build's `search.json`, when it was written for the
-/// `registry.json` beside it (whose version is read from its last bytes, not parsed).
-fn search_artifact(
-    registry: &std::path::Path,
-    dir: &std::path::Path,
-) -> Option<toolreg::runtime::Gateway> {
-    let bytes = std::fs::read(dir.join(toolreg::runtime::search::INDEX_FILE)).ok()?;
-    let version = registry_version_of(registry)?;
-    let (reg, index) = toolreg::runtime::search::SearchIndex::read_artifact(&bytes, &version)?;
-    let mut gw = toolreg::runtime::Gateway::for_search(reg);
-    gw.set_search_index(index);
-    Some(gw)
 }
 
 /// The `registry_version` of a registry.json toolreg wrote, found without parsing it: the key

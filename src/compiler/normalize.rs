@@ -61,16 +61,7 @@ pub fn normalize_parameters(
     loc: &dyn Fn(String) -> Location,
     diags: &mut Diagnostics,
 ) {
-    let mut n = Normalizer {
-        tool,
-        loc,
-        diags,
-        rewrote_dialect: false,
-    };
-    n.node(schema, base);
-    if n.rewrote_dialect {
-        n.declare_2020_12(schema, base);
-    }
+    let mut n = normalize_any(tool, schema, base, loc, diags);
     let Value::Object(top) = schema else { return };
     // Any other top-level type is left for the provider lints (TR060) to report per surface.
     if !top.contains_key("type") {
@@ -103,6 +94,18 @@ pub fn normalize_schema(
     loc: &dyn Fn(String) -> Location,
     diags: &mut Diagnostics,
 ) {
+    normalize_any(tool, schema, base, loc, diags);
+}
+
+/// The fixes every schema gets, arguments or not; the normalizer is handed back for the
+/// argument-only rules.
+fn normalize_any<'a>(
+    tool: &'a str,
+    schema: &mut Value,
+    base: &str,
+    loc: &'a dyn Fn(String) -> Location,
+    diags: &'a mut Diagnostics,
+) -> Normalizer<'a> {
     let mut n = Normalizer {
         tool,
         loc,
@@ -113,6 +116,7 @@ pub fn normalize_schema(
     if n.rewrote_dialect {
         n.declare_2020_12(schema, base);
     }
+    n
 }
 
 struct Normalizer<'a> {

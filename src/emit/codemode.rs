@@ -11,21 +11,13 @@
 //!
 //! Catalog text appears only in doc comments (with `*/` broken) and JSON string literals.
 
+use super::string_literal as lit;
 use super::{path_segment, FileMap};
 use crate::model::registry::{OpRecord, Registry};
 use std::collections::BTreeMap;
 
 pub const DIR: &str = "codemode";
 pub const SHIM: &str = "codemode/_gateway.ts";
-
-fn lit(text: &str) -> String {
-    // JSON leaves U+2028 and U+2029 raw; escaped, they cannot end a `//` comment the text is in.
-    serde_json::to_string(text)
-        .unwrap_or_else(|_| "\"\"".into())
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
-}
-
 /// One line of text for an index: the first line, cut to 120 characters. It ends a `//`
 /// comment, so every line break JavaScript knows is cut away (and `*/` broken for the root's
 /// block comments).

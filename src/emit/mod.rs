@@ -48,6 +48,16 @@ pub fn path_segment(name: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(format!("{}-{}", &name[..cut], &hash[..16]))
 }
 
+/// Catalog text as a string literal of the generated TypeScript and Python: a JSON string
+/// (valid in both, every quote, backslash and control character escaped), with U+2028 and
+/// U+2029 escaped too, so the text cannot end a `//` comment or a line it sits in.
+pub(crate) fn string_literal(text: &str) -> String {
+    serde_json::to_string(text)
+        .unwrap_or_else(|_| "\"\"".into())
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
 /// The emitters, in the order their files are listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Emitter {

@@ -10,6 +10,7 @@
 //! which are valid Python strings; argument names that are not safe identifiers get one and
 //! keep theirs as the alias.
 
+use super::string_literal as lit;
 use super::FileMap;
 use crate::model::registry::{OpRecord, Registry};
 use heck::{ToSnakeCase, ToUpperCamelCase};
@@ -17,15 +18,6 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 pub const FILE: &str = "python/registry.py";
-
-/// A JSON string literal: also a valid Python string for any text.
-fn lit(text: &str) -> String {
-    // JSON leaves U+2028 and U+2029 raw; escaped, they cannot end a `//` comment the text is in.
-    serde_json::to_string(text)
-        .unwrap_or_else(|_| "\"\"".into())
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
-}
 
 /// Names a field may not take as is: keywords, and what pydantic's BaseModel already has.
 const RESERVED: &[&str] = &[

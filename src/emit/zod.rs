@@ -11,21 +11,13 @@
 //! Catalog text reaches the file only as JSON string literals (valid TypeScript) or inside
 //! doc comments with `*/` broken; names never become identifiers (schemas are named by stem).
 
+use super::string_literal as lit;
 use super::FileMap;
 use crate::model::registry::{OpRecord, Registry};
 use heck::ToUpperCamelCase;
 use serde_json::Value;
 
 pub const FILE: &str = "ts/client.ts";
-
-/// A JSON string literal: a valid TypeScript string for any text.
-fn lit(text: &str) -> String {
-    // JSON leaves U+2028 and U+2029 raw; escaped, they cannot end a `//` comment the text is in.
-    serde_json::to_string(text)
-        .unwrap_or_else(|_| "\"\"".into())
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
-}
 
 /// A property key of an object literal: `"__proto__"` written plainly would set the prototype.
 fn key(name: &str) -> String {

@@ -235,9 +235,10 @@ impl Gateway {
         })
     }
 
-    /// A gateway for search (and exec) only, without help pages: what `toolreg search` and
-    /// `eval` load, since a cold process otherwise parses `help.json` (larger than the
-    /// registry) for nothing. Its `help` answers every path `UNKNOWN_PATH`.
+    /// A gateway for search, without help pages: what `toolreg search` and `eval` load, since
+    /// a cold process otherwise parses `help.json` (larger than the registry) for nothing. Its
+    /// `help` answers every path `UNKNOWN_PATH`. Over a whole registry exec works as usual; over
+    /// the registry view of a `search.json` every exec is refused (its schemas are `false`).
     pub fn for_search(registry: Registry) -> Gateway {
         let help = HelpDoc {
             generator: registry.generator.clone(),

@@ -374,7 +374,9 @@ fn search_view(reg: &Registry) -> Registry {
     let mut view = reg.clone();
     for r in view.ops.values_mut() {
         r.description = String::new();
-        r.parameters_schema = Value::Object(Default::default());
+        // `false` validates nothing: an exec through this view fails closed, never runs a call
+        // its real schema would refuse.
+        r.parameters_schema = Value::Bool(false);
         r.output_schema = None;
         r.examples = Vec::new();
         r.policy = None;
