@@ -10,6 +10,8 @@
 //! tools (what CI runs, to prove it works; CI does not judge its figures). `-- --emitters`: each
 //! emitter alone and all together at 1K/5K/10K/20K tools. `-- --hostile`: a 100,000-property
 //! schema, and a 20,000-tool export minified onto one line against its pretty-printed twin.
+//! `-- --incremental`: the default build of 10,000 tools cold, after one changed tool, and with
+//! nothing changed (wall and CPU seconds).
 //! `-- --fleet`: the public fleet catalogs of tests/catalogs/fleet per emitter, before and after
 //! (`TOOLREG_BENCH_BEFORE=OLD_TOOLREG`). `-- --write-catalog N DIR` only writes the synthetic catalog of N tools, to profile a build by
 //! hand. `TOOLREG_BENCH_DIR` puts the scratch folders elsewhere (a tmpfs keeps the file system's
@@ -125,6 +127,10 @@ fn main() {
         fleet(args.iter().any(|a| a == "--quick"));
         return;
     }
+    if args.iter().any(|a| a == "--incremental") {
+        incremental(args.iter().any(|a| a == "--quick"));
+        return;
+    }
     if args.iter().any(|a| a == "--emitters") {
         per_emitter(&[1000, 5000, 10_000, 20_000]);
         return;
@@ -225,6 +231,69 @@ fn main() {
         "all emitters, 1000 tools: {:.3} s median, {written} files, peak {:.1} MB",
         median(times),
         peak as f64 / 1024.0
+    );
+}
+
+/// CPU seconds (user + system) of every finished child and grandchild so far.
+fn children_cpu_secs() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// `-- --incremental`: the default build (every default emitter) of 10,000 tools into a folder
+/// with no cache, then after one tool's description changed, then with nothing changed; each
+/// three times (median), wall and CPU seconds, files written, and the peak RSS of the whole run.
+/// `--quick`: 1,000 tools, once (what CI runs).
+fn incremental(quick: bool) {
+    let (n, reps) = if quick { (1000, 1) } else { (10_000, 3) };
+    let tmp = scratch();
+    let defs = tmp.path().join("defs");
+    write_catalog(&defs, n);
+    let out = tmp.path().join("out");
+    let first_file = defs.join("tools-0000.json");
+    let edit = |k: usize| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&first_file).unwrap()).unwrap();
+        let tools = v.as_array_mut().expect("a list of tools");
+        tools[0]["function"]["description"] = format!("Changed for run {k}.").into();
+        std::fs::write(&first_file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    };
+    let measure = |label: &str, prepare: &dyn Fn(usize)| {
+        let (mut wall, mut cpu, mut written) = (Vec::new(), Vec::new(), 0);
+        for k in 0..reps {
+            prepare(k);
+            let before = children_cpu_secs();
+            let run = run_child(&defs, &out, "all");
+            cpu.push(children_cpu_secs() - before);
+            wall.push(run.secs);
+            written = run.written;
+        }
+        println!(
+            "{label:<34} {:>9.3} {:>9.3} {:>9}",
+            median(wall),
+            median(cpu),
+            written
+        );
+    };
+    println!("toolreg build, {n} tools, every default emitter, {reps} run(s) each, median");
+    println!(
+        "{:<34} {:>9} {:>9} {:>9}",
+        "build", "wall (s)", "CPU (s)", "written"
+    );
+    measure("full (no cache)", &|k| {
+        let _ = std::fs::remove_dir_all(&out);
+        edit(100 + k);
+    });
+    measure("one tool changed", &|k| edit(200 + k));
+    measure("nothing changed", &|_| {});
+    println!(
+        "peak RSS of any build: {:.0} MB",
+        children_peak_kib() as f64 / 1024.0
     );
 }
 

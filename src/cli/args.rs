@@ -66,6 +66,7 @@ impl Out {
     pub(crate) fn settings(&self) -> toolreg::emit::Settings {
         toolreg::emit::Settings {
             templates: self.templates.clone(),
+            memo: None,
             // The vectors already built are the embedding cache: only changed ops are embedded.
             #[cfg(feature = "semantic")]
             previous_vectors: std::fs::read_to_string(self.out.join(toolreg::semantic::FILE)).ok(),

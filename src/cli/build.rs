@@ -8,8 +8,12 @@ use std::process::ExitCode;
 use toolreg::builder::{generate, generate_opts};
 use toolreg::diag::Diagnostics;
 use toolreg::output::{self, Ownership};
+use toolreg::write::cache::{self, BuildCache, BuildInputs, BuildRecord};
 
-/// Compiles and writes every artifact (all-or-nothing), then keeps `toolreg.lock` current.
+/// Compiles and writes every artifact (all-or-nothing), then keeps `toolreg.lock` current. A
+/// build whose inputs, options and toolreg are those of the last one, into a folder still as
+/// that build left it, is already done: it says what it said then and writes nothing. Any
+/// other build takes unchanged ops' Rust types and token counts from the cache.
 pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> ExitCode {
     out.warn_unused_model();
     left_draft(
@@ -18,19 +22,54 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
             .join(toolreg::compiler::overlay::OVERLAY_FILE),
         false,
     );
+    let keep_lock = lock || lock_wanted(&defs.definitions);
+    let emitters = out.emitters();
+    let inputs = BuildInputs {
+        definitions: &defs.definitions,
+        out: &out.out,
+        emitters: &emitters,
+        strict: out.strict,
+        lock,
+        templates: out.templates.as_deref(),
+        #[cfg(feature = "semantic")]
+        model: out.model.as_deref(),
+        #[cfg(not(feature = "semantic"))]
+        model: None,
+    };
+    let cache = BuildCache::for_output(&out.out);
+    let print = cache::fingerprint(&inputs);
+    if let Some(record) = print
+        .as_deref()
+        .and_then(|p| done_already(&cache, p, &defs, &out, keep_lock))
+    {
+        replay(&record, &defs, &out, format);
+        if defs.verbose {
+            eprintln!("cache: nothing changed since the last build; nothing was compiled");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let memo = std::sync::Arc::new(cache.memo());
+    let mut settings = out.settings();
+    settings.memo = Some(memo.clone());
     let mut progress = Progress::start(
         &format!("building {}", display(&defs.definitions)),
         defs.quiet,
     );
     progress.stage("compiling and emitting");
-    let g = generate_opts(
-        &defs.definitions,
-        &out.emitters(),
-        &out.settings(),
-        out.strict,
-    );
+    let g = generate_opts(&defs.definitions, &emitters, &settings, out.strict);
     progress.finish();
     show(&g.compiled.diagnostics, format, defs.verbose);
+    if defs.verbose {
+        let s = memo.stats();
+        eprintln!(
+            "cache: {} step{} reused, {} computed, {} dropped (failed their check), {} repeated",
+            s.hits,
+            if s.hits == 1 { "" } else { "s" },
+            s.misses,
+            s.rejected,
+            s.repeats
+        );
+    }
     if out.strict && strict_failure(&g.compiled.diagnostics) {
         eprintln!(
             "error: --strict: an emitter could not do its whole job; `{}` was not changed",
@@ -59,22 +98,38 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
                 .registry
                 .as_ref()
                 .expect("files imply a registry");
-            eprintln!(
-                "built {} op{} in {} group{} ({}): {} written, {} removed, {} unchanged in `{}`",
+            say_built(
                 reg.counts.ops,
-                if reg.counts.ops == 1 { "" } else { "s" },
                 reg.counts.groups,
-                if reg.counts.groups == 1 { "" } else { "s" },
-                reg.registry_version,
-                r.written.len(),
-                r.removed.len(),
-                r.unchanged,
-                display(&out.out)
+                &reg.registry_version,
+                &r,
+                &out,
             );
-            say_quarantined(reg);
-            if (lock || lock_wanted(&defs.definitions)) && !update_lock(&defs.definitions, reg) {
+            let quarantined = quarantined_line(reg);
+            if let Some(line) = &quarantined {
+                eprintln!("{line}");
+            }
+            if keep_lock && !update_lock(&defs.definitions, reg) {
+                cache.save(Some(&memo), None);
                 return ExitCode::from(2);
             }
+            // Kept only for a clean build whose inputs did not change while it ran.
+            let record = (r.kept.is_empty() && cache::fingerprint(&inputs) == print)
+                .then(|| {
+                    Some(BuildRecord::new(
+                        print.clone()?,
+                        files.get(toolreg::emit::MANIFEST)?,
+                        keep_lock
+                            .then(|| cache::lock_hash(&defs.definitions))
+                            .flatten(),
+                        &g.compiled.diagnostics,
+                        reg,
+                        files.len(),
+                        quarantined,
+                    ))
+                })
+                .flatten();
+            cache.save(Some(&memo), record.as_ref());
             if r.kept.is_empty() {
                 ExitCode::SUCCESS
             } else {
@@ -87,6 +142,66 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
             ExitCode::from(2)
         }
     }
+}
+
+/// The last build's record, when this build would be the same one: same fingerprint, the folder
+/// has nothing to settle and holds every file as written, and the lock is as that build left it.
+fn done_already(
+    cache: &BuildCache,
+    fingerprint: &str,
+    defs: &Definitions,
+    out: &Out,
+    keep_lock: bool,
+) -> Option<BuildRecord> {
+    let record = cache.record().filter(|r| r.fingerprint == fingerprint)?;
+    let lock_now = keep_lock
+        .then(|| cache::lock_hash(&defs.definitions))
+        .flatten();
+    let settled = matches!(output::settle(&out.out), Ok(false));
+    (settled && record.lock == lock_now && cache::output_matches(&out.out, &record))
+        .then_some(record)
+}
+
+/// Says what the recorded build said, with nothing written.
+fn replay(record: &BuildRecord, defs: &Definitions, out: &Out, format: Format) {
+    eprint!(
+        "{}",
+        match format {
+            Format::Text if defs.verbose => &record.diagnostics_text,
+            Format::Text => &record.diagnostics_brief,
+            Format::Json => &record.diagnostics_json,
+        }
+    );
+    let unchanged = output::WriteReport {
+        unchanged: record.files,
+        ..Default::default()
+    };
+    say_built(
+        record.ops,
+        record.groups,
+        &record.registry_version,
+        &unchanged,
+        out,
+    );
+    if let Some(line) = &record.quarantined {
+        eprintln!("{line}");
+    }
+}
+
+/// "built N ops in G groups (version): W written, R removed, U unchanged in `out`".
+fn say_built(ops: usize, groups: usize, version: &str, r: &output::WriteReport, out: &Out) {
+    eprintln!(
+        "built {} op{} in {} group{} ({}): {} written, {} removed, {} unchanged in `{}`",
+        ops,
+        if ops == 1 { "" } else { "s" },
+        groups,
+        if groups == 1 { "" } else { "s" },
+        version,
+        r.written.len(),
+        r.removed.len(),
+        r.unchanged,
+        display(&out.out)
+    );
 }
 
 /// Exit 1 unless the output folder and `toolreg.lock` are exactly what `build` would write.
@@ -463,9 +578,16 @@ fn strict_failure(diags: &Diagnostics) -> bool {
 
 /// The build summary's line for third-party tools that were left out (at most ten named).
 fn say_quarantined(reg: &toolreg::Registry) {
+    if let Some(line) = quarantined_line(reg) {
+        eprintln!("{line}");
+    }
+}
+
+/// The line naming the quarantined third-party tools, if any.
+fn quarantined_line(reg: &toolreg::Registry) -> Option<String> {
     let q = &reg.quarantined;
     if q.is_empty() {
-        return;
+        return None;
     }
     let named: Vec<String> = q
         .iter()
@@ -480,13 +602,13 @@ fn say_quarantined(reg: &toolreg::Registry) {
         })
         .collect();
     let more = q.len().saturating_sub(named.len());
-    eprintln!(
+    Some(format!(
         "quarantined {} third-party tool{} (in no surface; TR081 above says why; --strict makes them errors): {}{}",
         q.len(),
         if q.len() == 1 { "" } else { "s" },
         named.join(", "),
         if more > 0 { format!(", and {more} more") } else { String::new() }
-    );
+    ))
 }
 
 /// Brings `toolreg.lock` up to date after a build, saying what changed (its diff is what a

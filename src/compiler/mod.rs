@@ -19,6 +19,7 @@ pub mod ir;
 pub mod learn;
 pub mod lint;
 pub mod load;
+pub mod memo;
 pub mod normalize;
 pub mod overlay;
 pub mod overlay_schema;

@@ -148,6 +148,20 @@ fn read_rules(text: &str) -> Result<Vec<Rule>, String> {
     Ok(out)
 }
 
+/// Every pattern of every rule in one set, in rule order then pattern order, so one pass over
+/// a text says which patterns can match it (most texts match none); `find` then runs only on
+/// those, and answers as it would alone.
+fn pattern_set() -> &'static regex::RegexSet {
+    static SET: OnceLock<regex::RegexSet> = OnceLock::new();
+    SET.get_or_init(|| {
+        let all = rules().iter().flat_map(|r| match &r.matcher {
+            Matcher::Patterns(p) => p.iter().map(regex::Regex::as_str).collect(),
+            _ => Vec::new(),
+        });
+        regex::RegexSet::new(all).expect("every pattern compiled alone")
+    })
+}
+
 pub fn rule(id: &str) -> Option<&'static Rule> {
     rules().iter().find(|r| r.id == id)
 }
@@ -336,30 +350,42 @@ fn findings(
     // The text as a reader sees it through common evasions (soft hyphens, homoglyphs, entities,
     // spaced letters, leetspeak, base64): computed once, only when some form differs.
     let folded = super::fold::variants(text.text);
+    let set = pattern_set();
+    let in_text = set.matches(text.text);
+    let in_folded: Vec<regex::SetMatches> = folded.iter().map(|f| set.matches(f)).collect();
+    // The index in `set` of each rule's first pattern.
+    let mut first = 0;
     for rule in rules() {
         let hit = match &rule.matcher {
-            Matcher::Chars(class) => hidden_chars(text.text, *class)
-                .next()
-                .map(|(i, c)| {
-                    let n = hidden_chars(text.text, *class).count();
-                    format!(
-                        "{n} such character{} from byte {i}, first {}: {}",
-                        if n == 1 { "" } else { "s" },
-                        c.escape_unicode(),
-                        evidence(text.text, i..i + c.len_utf8())
-                    )
-                }),
-            Matcher::Patterns(patterns) => patterns
-                .iter()
-                .find_map(|p| p.find(text.text))
-                .map(|m| evidence(text.text, m.range()))
-                .or_else(|| {
-                    folded.iter().find_map(|f| {
-                        patterns.iter().find_map(|p| p.find(f)).map(|m| {
-                            format!("once folded (invisible characters, look-alike letters, entities, spacing or encoding undone): {}", evidence(f, m.range()))
+            Matcher::Chars(class) => hidden_chars(text.text, *class).next().map(|(i, c)| {
+                let n = hidden_chars(text.text, *class).count();
+                format!(
+                    "{n} such character{} from byte {i}, first {}: {}",
+                    if n == 1 { "" } else { "s" },
+                    c.escape_unicode(),
+                    evidence(text.text, i..i + c.len_utf8())
+                )
+            }),
+            Matcher::Patterns(patterns) => {
+                let at = first;
+                first += patterns.len();
+                let find = |matched: &regex::SetMatches, f: &str| {
+                    patterns
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, _)| matched.matched(at + k))
+                        .find_map(|(_, p)| p.find(f).map(|m| m.range()))
+                };
+                find(&in_text, text.text)
+                    .map(|range| evidence(text.text, range))
+                    .or_else(|| {
+                        folded.iter().zip(&in_folded).find_map(|(f, matched)| {
+                            find(matched, f).map(|range| {
+                                format!("once folded (invisible characters, look-alike letters, entities, spacing or encoding undone): {}", evidence(f, range))
+                            })
                         })
                     })
-                }),
+            }
             Matcher::Anomaly(a) => {
                 let len = text.text.chars().count();
                 (text.is_description

@@ -5,6 +5,7 @@
 //! Counting dominates the report's cost, so every distinct text is counted once, and the counts
 //! are spread over the machine's cores.
 
+use crate::compiler::memo::Memo;
 use crate::compiler::surfaces::{self, ToolDef};
 use crate::help::HelpDoc;
 use crate::registry::Registry;
@@ -94,11 +95,12 @@ fn page_stats(sizes: &[Size]) -> Value {
 /// Sizes of many texts: each distinct text counted once, with both encodings, on every core.
 /// The biggest jobs go first, so one huge text (the full catalog) does not finish last alone.
 pub fn sizes_of(texts: &[&str]) -> Vec<Size> {
-    sizes_with(texts, true)
+    sizes_with(texts, true, None)
 }
 
-/// `sizes_of`, counting cl100k too only when `cl100k` (else it is 0).
-fn sizes_with(texts: &[&str], cl100k: bool) -> Vec<Size> {
+/// `sizes_of`, counting cl100k too only when `cl100k` (else it is 0), and taking counts an
+/// earlier build made of the same text from `memo`.
+fn sizes_with(texts: &[&str], cl100k: bool, memo: Option<(&Memo, &str)>) -> Vec<Size> {
     let mut distinct: HashMap<&str, usize> = HashMap::new();
     let mut unique: Vec<&str> = Vec::new();
     let slots: Vec<usize> = texts
@@ -117,11 +119,37 @@ fn sizes_with(texts: &[&str], cl100k: bool) -> Vec<Size> {
         .collect();
     jobs.sort_by_key(|&(i, o200k)| (std::cmp::Reverse(unique[i].len()), i, o200k));
     let counts = crate::compiler::parallel::map_in_order(&jobs, |&(i, o200k)| {
-        let t = Tokens::get();
-        let n = if o200k {
-            t.o200k(unique[i])
-        } else {
-            t.cl100k(unique[i])
+        let count = |text: &str| {
+            let t = Tokens::get();
+            if o200k {
+                t.o200k(text)
+            } else {
+                t.cl100k(text)
+            }
+        };
+        let n = match memo {
+            Some((memo, version)) => {
+                let step = if o200k {
+                    "tokens.o200k"
+                } else {
+                    "tokens.cl100k"
+                };
+                let memo_count = |text: &str| -> usize {
+                    let n = memo.get_or_compute(step, text.as_bytes(), || count(text).to_string());
+                    // An entry that passed its check but is not a number is recomputed.
+                    n.parse().unwrap_or_else(|_| count(text))
+                };
+                // A help page carries the registry version, which every change changes, and a
+                // surface lists every tool: their parts are counted (and remembered) apart.
+                let (parts, stamps) = split_at_stamps(unique[i], version);
+                let stamped = if stamps > 0 {
+                    stamps * memo_count(version)
+                } else {
+                    0
+                };
+                stamped + parts.iter().map(|p| memo_count(p)).sum::<usize>()
+            }
+            None => count(unique[i]),
         };
         (i, o200k, n)
     });
@@ -143,8 +171,72 @@ fn sizes_with(texts: &[&str], cl100k: bool) -> Vec<Size> {
     slots.into_iter().map(|i| sizes[i]).collect()
 }
 
+/// `text` cut where both BPE encodings' pre-tokenizers must cut too, so the token count of
+/// `text` is the sum of its parts' counts and the stamps'. Incremental builds count (and
+/// remember) each part apart: a page whose only change is the registry version, or a surface
+/// where one tool changed, is not counted again.
+///
+/// A cut is made before an ASCII letter whose two preceding bytes are ASCII punctuation: such
+/// a run of punctuation is one pre-token that ends where the run does (no letter, digit or
+/// contraction pattern can start inside it), and the next pre-token starts at the letter
+/// whether or not the text before it is there. Cuts are made around each `stamp` (a registry
+/// version, `b3:` and hex digits) in that position and followed by neither a letter, a digit
+/// nor `'`, and before the next tool of a tool list (after `},{"`). Returns the parts and the
+/// number of stamps cut out. `tests/token_counts.rs` proves the sums against tiktoken on the
+/// repo's catalogs.
+pub fn split_at_stamps<'t>(text: &'t str, stamp: &str) -> (Vec<&'t str>, usize) {
+    let bytes = text.as_bytes();
+    let cuttable = |at: usize| {
+        at >= 2
+            && bytes.get(at).is_some_and(u8::is_ascii_alphabetic)
+            && bytes[at - 1].is_ascii_punctuation()
+            && bytes[at - 2].is_ascii_punctuation()
+    };
+    let sound = stamp.starts_with(|c: char| c.is_ascii_alphabetic())
+        && stamp
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b':');
+    // (start, end) of each stamp cut out, in order.
+    let mut stamps: Vec<(usize, usize)> = Vec::new();
+    if sound {
+        for (at, _) in text.match_indices(stamp) {
+            let end = at + stamp.len();
+            let after = bytes
+                .get(end)
+                .is_none_or(|&b| !b.is_ascii_alphanumeric() && b != b'\'' && b < 0x80);
+            if cuttable(at) && after && stamps.last().is_none_or(|&(_, e)| at >= e) {
+                stamps.push((at, end));
+            }
+        }
+    }
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let cut_tools = |from: usize, to: usize, parts: &mut Vec<&'t str>| {
+        let mut begin = from;
+        for (at, _) in text[from..to].match_indices("},{\"") {
+            let cut = from + at + 4;
+            if cut < to && cuttable(cut) {
+                parts.push(&text[begin..cut]);
+                begin = cut;
+            }
+        }
+        parts.push(&text[begin..to]);
+    };
+    for &(at, end) in &stamps {
+        cut_tools(start, at, &mut parts);
+        start = end;
+    }
+    cut_tools(start, text.len(), &mut parts);
+    (parts, stamps.len())
+}
+
 /// The whole report as JSON.
 pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
+    build_memo(reg, help, None)
+}
+
+/// `build`, taking token counts of texts an earlier build counted from `memo`.
+pub fn build_memo(reg: &Registry, help: &HelpDoc, memo: Option<&Memo>) -> Value {
     let direct = surfaces::direct(reg);
     let gateway = surfaces::gateway(reg);
     let profile_defs: Vec<(&String, Vec<ToolDef>)> = reg
@@ -163,7 +255,8 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
             .map(|(_, d)| surfaces::tools_json(d).to_string()),
     );
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let sizes = sizes_of(&refs);
+    let memo = memo.map(|m| (m, reg.registry_version.as_str()));
+    let sizes = sizes_with(&refs, true, memo);
     // Help pages: the report shows their characters and o200k tokens, so only those are counted
     // (a fleet catalog has thousands of pages; a second encoding doubled the report's cost).
     let mut page_texts: Vec<String> = Vec::with_capacity(help.pages.len() * 2);
@@ -172,7 +265,7 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
         page_texts.push(page.full.to_string());
     }
     let page_refs: Vec<&str> = page_texts.iter().map(String::as_str).collect();
-    let page_sizes = sizes_with(&page_refs, false);
+    let page_sizes = sizes_with(&page_refs, false, memo);
     let (full, gateway_size) = (sizes[0], sizes[1]);
     let profiles: serde_json::Map<String, Value> = profile_defs
         .iter()

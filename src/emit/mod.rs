@@ -94,6 +94,9 @@ pub enum Emitter {
 pub struct Settings {
     /// A folder of handlebars templates replacing the built-in ones, file by file.
     pub templates: Option<std::path::PathBuf>,
+    /// Results of costly per-op steps (Rust types, token counts) from earlier builds; what this
+    /// build computes is added to it. Output is the same with or without it.
+    pub memo: Option<std::sync::Arc<crate::compiler::memo::Memo>>,
     /// The `vectors.json` of the previous build, if any: ops whose text is unchanged keep
     /// their vectors instead of being embedded again.
     #[cfg(feature = "semantic")]
@@ -180,8 +183,8 @@ impl Emitter {
             Emitter::Registry => registry_json::emit(reg),
             Emitter::Help => help::emit(shared.help(reg)),
             Emitter::Surfaces => surfaces::emit(reg),
-            Emitter::Report => report::emit(reg, shared.help(reg)),
-            Emitter::Rust => rust::emit(reg, diags),
+            Emitter::Report => report::emit(reg, shared.help(reg), settings.memo.as_deref()),
+            Emitter::Rust => rust::emit(reg, settings.memo.as_deref(), diags),
             Emitter::Ts => typescript::emit(reg),
             Emitter::Docs => docs::render(reg, settings.templates.as_deref(), diags),
             #[cfg(feature = "runtime")]

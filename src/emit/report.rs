@@ -6,7 +6,11 @@ use crate::registry::Registry;
 
 pub const FILE: &str = "report.json";
 
-pub fn emit(reg: &Registry, help: &crate::help::HelpDoc) -> FileMap {
-    let report = crate::compiler::report::build(reg, help);
+pub fn emit(
+    reg: &Registry,
+    help: &crate::help::HelpDoc,
+    memo: Option<&crate::compiler::memo::Memo>,
+) -> FileMap {
+    let report = crate::compiler::report::build_memo(reg, help, memo);
     FileMap::from([(FILE.to_string(), to_pretty(&sort_keys(&report)))])
 }

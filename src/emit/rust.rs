@@ -18,6 +18,7 @@
 //! `serde_path_to_error` (which names the failing field in `OpArgs::parse`).
 
 use super::FileMap;
+use crate::compiler::memo::Memo;
 use crate::diag::{Code, Diagnostic, Diagnostics};
 use crate::registry::{Kind, OpRecord, Registry};
 use heck::ToUpperCamelCase;
@@ -164,6 +165,7 @@ pub struct Generated {
 }
 
 /// One op's share of the output: its types (formatted) and the `defaults` functions they call.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct OpTypes {
     root: String,
     items: String,
@@ -372,11 +374,36 @@ pub fn stems(ops: &[&OpRecord]) -> Vec<String> {
 }
 
 pub fn generate(reg: &Registry) -> Generated {
-    generate_with(reg, Some(&ImplMemo::default()))
+    generate_memo(reg, None)
 }
 
-/// `generate`, with or without the impl memo (the test compares both).
-fn generate_with(reg: &Registry, memo: Option<&ImplMemo>) -> Generated {
+/// `generate`, taking each op's types from `memo` when an earlier build typed the same schema.
+pub fn generate_memo(reg: &Registry, memo: Option<&Memo>) -> Generated {
+    generate_with(reg, Some(&ImplMemo::default()), memo)
+}
+
+/// The memo step of one op's types, whose input is the stem and the schema typify sees.
+const MEMO_STEP: &str = "rust.op_types";
+
+/// One op's types through the build memo: the outcome is stored as JSON.
+fn memo_op_types(
+    schema: &Value,
+    stem: &str,
+    impls: Option<&ImplMemo>,
+    memo: &Memo,
+) -> Result<OpTypes, String> {
+    let mut input = stem.as_bytes().to_vec();
+    input.push(0);
+    serde_json::to_writer(&mut input, schema).expect("a Value serializes");
+    let text = memo.get_or_compute(MEMO_STEP, &input, || {
+        serde_json::to_string(&op_types(schema, stem, impls)).expect("OpTypes serialize")
+    });
+    // An entry that passed its check but does not read is recomputed, never trusted.
+    serde_json::from_str(&text).unwrap_or_else(|_| op_types(schema, stem, impls))
+}
+
+/// `generate`, with or without the impl memo (the test compares both) and the build memo.
+fn generate_with(reg: &Registry, impls: Option<&ImplMemo>, memo: Option<&Memo>) -> Generated {
     let ops: Vec<&OpRecord> = reg.ops.values().collect();
     let stems = stems(&ops);
     // Silence typify's panic messages while probing; restore the hook afterwards.
@@ -384,7 +411,11 @@ fn generate_with(reg: &Registry, memo: Option<&ImplMemo>) -> Generated {
     std::panic::set_hook(Box::new(|_| {}));
     let indices: Vec<usize> = (0..ops.len()).collect();
     let typed = crate::compiler::parallel::map_in_order(&indices, |&i| {
-        op_types(&prepare(ops[i], &stems[i]), &stems[i], memo)
+        let schema = prepare(ops[i], &stems[i]);
+        match memo {
+            Some(memo) => memo_op_types(&schema, &stems[i], impls, memo),
+            None => op_types(&schema, &stems[i], impls),
+        }
     });
     std::panic::set_hook(hook);
     let mut fallbacks = BTreeMap::new();
@@ -538,8 +569,8 @@ fn assemble(
 }
 
 /// The emitter: the file, and a TR070 warning per op that fell back to `serde_json::Value`.
-pub fn emit(reg: &Registry, diags: &mut Diagnostics) -> FileMap {
-    let g = generate(reg);
+pub fn emit(reg: &Registry, memo: Option<&Memo>, diags: &mut Diagnostics) -> FileMap {
+    let g = generate_memo(reg, memo);
     for (op, why) in &g.fallbacks {
         // Located at the tool's parameters; the file is relative to the definitions folder
         // (the builder prefixes it the way the user named that folder).
@@ -589,8 +620,8 @@ mod tests {
         ] {
             let reg = compile(dir);
             let memo = ImplMemo::default();
-            let with = generate_with(&reg, Some(&memo));
-            let fresh = generate_with(&reg, None);
+            let with = generate_with(&reg, Some(&memo), None);
+            let fresh = generate_with(&reg, None, None);
             assert_eq!(with.fallbacks, fresh.fallbacks, "{dir}");
             assert!(
                 with.code == fresh.code,

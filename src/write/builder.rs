@@ -182,7 +182,12 @@ impl Builder {
                 return Err(self.fail(vec![d].into()));
             }
         };
-        let generated = generate_with(&self.definitions, &self.emitters, &self.settings);
+        // Unchanged ops' Rust types and token counts come from the output folder's cache.
+        let cache = super::cache::BuildCache::for_output(&out_dir);
+        let memo = std::sync::Arc::new(cache.memo());
+        let mut settings = self.settings.clone();
+        settings.memo = Some(memo.clone());
+        let generated = generate_with(&self.definitions, &self.emitters, &settings);
         if self.cargo_metadata {
             // Always watch the definitions folder itself, so a missing overlay or a new file is
             // picked up; never print a path that does not exist.
@@ -205,6 +210,7 @@ impl Builder {
             Ok(w) => w,
             Err(d) => return Err(self.fail(vec![*d].into())),
         };
+        cache.save(Some(&memo), None);
         if self.cargo_metadata {
             let kept = output::kept_diagnostics(&out_dir, &written);
             for d in compiled

@@ -188,15 +188,24 @@ fn ensure_no_links(out: &Path, rel: &str) -> Result<(), Box<Diagnostic>> {
     Ok(())
 }
 
+/// Whether `rel` is a plain file reached through plain folders (what `write` would accept).
+pub(crate) fn is_plain_file(out: &Path, rel: &str) -> bool {
+    ensure_no_links(out, rel).is_ok()
+        && fs::symlink_metadata(out.join(rel)).is_ok_and(|m| m.is_file())
+}
+
 /// Everything in a folder without a manifest that would stop toolreg adopting it: every entry,
-/// dotfiles and links included, except toolreg's own lock and staging folder (empty folders
-/// do not count).
+/// dotfiles and links included, except toolreg's own lock, staging folder and build cache
+/// (empty folders do not count).
 fn unowned_entries(out: &Path) -> Result<Vec<String>, Box<Diagnostic>> {
     let mut found = Vec::new();
     let walker = walkdir::WalkDir::new(out)
         .sort_by_file_name()
         .into_iter()
-        .filter_entry(|e| e.depth() != 1 || (e.file_name() != LOCK && e.file_name() != STAGING));
+        .filter_entry(|e| {
+            e.depth() != 1
+                || (e.file_name() != LOCK && e.file_name() != STAGING && e.file_name() != CACHE_DIR)
+        });
     for entry in walker {
         let entry = entry.map_err(|e| io_error(out, "read", e.into()))?;
         if entry.depth() > 0 && !entry.file_type().is_dir() {
@@ -406,14 +415,17 @@ fn ensure_inside(out: &Path, files: &FileMap) -> Result<(), Box<Diagnostic>> {
 pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport, Box<Diagnostic>> {
     ensure_inside(out, files)?;
     settle(out)?;
-    check_unlocked(out, files, mode, &listed_files(out))
+    check_unlocked(out, files, mode, &listed_files(out), true)
 }
 
+/// `details`: find each changed file's first differing line (what `check` shows; `write` only
+/// needs to know which files changed, and after a version change that is every file).
 fn check_unlocked(
     out: &Path,
     files: &FileMap,
     mode: Ownership,
     listed: &BTreeMap<String, Option<String>>,
+    details: bool,
 ) -> Result<CheckReport, Box<Diagnostic>> {
     let mut report = CheckReport::default();
     if !ensure_folder(out)? {
@@ -439,7 +451,17 @@ fn check_unlocked(
             Ok(bytes) => {
                 let have = String::from_utf8_lossy(&bytes);
                 let have = normalize_eol(&have);
-                if have != want.as_str() {
+                if have != want.as_str() && !details {
+                    report.changed.push((
+                        rel.clone(),
+                        FirstDiff {
+                            line: 0,
+                            expected: None,
+                            actual: None,
+                            stamp_only: false,
+                        },
+                    ));
+                } else if have != want.as_str() {
                     // The first difference that is not a version stamp (stamps blanked, `b3:*`),
                     // or, in a file that differs in nothing else, the first stamp.
                     let (want_text, have_text) = (without_stamps(want), without_stamps(&have));
@@ -518,7 +540,7 @@ fn write_locked(
     recover(out)?;
     remove_legacy_temporaries(out);
     let recorded = listed_files(out);
-    let status = check_unlocked(out, files, mode, &recorded)?;
+    let status = check_unlocked(out, files, mode, &recorded, false)?;
     if mode == Ownership::Folder {
         ensure_adoptable(out, files)?;
     }
@@ -595,6 +617,9 @@ fn write_locked(
 }
 
 const STAGING: &str = ".toolreg-staging";
+/// The build cache's folder (see `cache`): toolreg's, never output, never a reason to refuse a
+/// folder.
+pub const CACHE_DIR: &str = ".toolreg-cache";
 const JOURNAL: &str = ".journal.json";
 const JOURNAL_TMP: &str = ".journal.json.tmp";
 const LOCK: &str = ".toolreg.lock";

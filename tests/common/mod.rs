@@ -66,13 +66,19 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Every file below a folder with its bytes, for "nothing changed" assertions.
+/// Every file below a folder with its bytes, for "nothing changed" and "same output"
+/// assertions. A build's cache (`.toolreg-cache/`) is not output and is left out
+/// (`tests/incremental.rs` tests it).
 pub fn snapshot_dir(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     if !dir.exists() {
         return out;
     }
-    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+    let walker = walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".toolreg-cache");
+    for entry in walker {
         let entry = entry.unwrap();
         if entry.file_type().is_file() {
             let rel = entry

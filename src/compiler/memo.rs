@@ -1,0 +1,260 @@
+//! A content-addressed memo of pure, costly steps (one op's Rust types, one text's token count),
+//! so a rebuild pays only for what changed.
+//!
+//! An entry is keyed by a blake3 of the step's name and its whole input, keyed in turn by a salt
+//! naming the toolreg binary that computed it (its version, path, size and modification time): a
+//! rebuilt or upgraded toolreg never reads another's entries. On disk every entry carries a
+//! blake3 of its key and value, checked on read: an entry whose bytes changed (a torn write, a
+//! disk error, a hand edit) is dropped and recomputed, never used. The check is a digest, not a
+//! signature: it detects corruption, not a local user who rewrites both (that user could rewrite
+//! toolreg itself).
+//!
+//! Only entries a build used are saved, so the file holds one build's worth and never grows
+//! without bound. The saved form is sorted by key, so two builds of the same catalog save the
+//! same bytes.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The file's first bytes, with the format's version.
+const MAGIC: &[u8] = b"toolreg-memo 1\n";
+
+type Key = [u8; 32];
+
+/// What a build took from the memo and what it had to compute.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoStats {
+    /// Entries served from the memo as an earlier build left it.
+    pub hits: usize,
+    /// Entries this build had already computed or read (the same text counted twice, ...).
+    pub repeats: usize,
+    /// Entries computed (not in the memo, or dropped).
+    pub misses: usize,
+    /// Entries read from disk whose check did not match: dropped.
+    pub rejected: usize,
+}
+
+/// The memo; shared by every thread of a build.
+pub struct Memo {
+    salt: Key,
+    /// Read from disk, not yet used by this build.
+    stored: Mutex<HashMap<Key, Arc<str>>>,
+    /// Used (served or computed) by this build: what `to_bytes` saves.
+    used: Mutex<HashMap<Key, Arc<str>>>,
+    hits: AtomicUsize,
+    repeats: AtomicUsize,
+    misses: AtomicUsize,
+    rejected: usize,
+}
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memo")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+fn check_of(key: &Key, value: &[u8]) -> Key {
+    let mut h = blake3::Hasher::new();
+    h.update(key);
+    h.update(value);
+    *h.finalize().as_bytes()
+}
+
+impl Memo {
+    /// An empty memo for the binary `salt` names.
+    pub fn new(salt: &str) -> Memo {
+        Memo {
+            salt: *blake3::hash(salt.as_bytes()).as_bytes(),
+            stored: Mutex::default(),
+            used: Mutex::default(),
+            hits: AtomicUsize::new(0),
+            repeats: AtomicUsize::new(0),
+            misses: AtomicUsize::new(0),
+            rejected: 0,
+        }
+    }
+
+    /// A memo from a saved file: every entry whose check matches. Another binary's file (another
+    /// salt), an unknown format or a torn tail yields what could be verified (maybe nothing).
+    pub fn read(salt: &str, bytes: &[u8]) -> Memo {
+        let mut memo = Memo::new(salt);
+        let Some(rest) = bytes.strip_prefix(MAGIC) else {
+            return memo;
+        };
+        let Some((file_salt, mut rest)) = rest.split_first_chunk::<32>() else {
+            return memo;
+        };
+        if *file_salt != memo.salt {
+            return memo;
+        }
+        let stored = memo.stored.get_mut().expect("not shared yet");
+        while let Some((key, after)) = rest.split_first_chunk::<32>() {
+            let Some((check, after)) = after.split_first_chunk::<32>() else {
+                memo.rejected += 1;
+                break;
+            };
+            let Some((len, after)) = after.split_first_chunk::<8>() else {
+                memo.rejected += 1;
+                break;
+            };
+            let len = u64::from_le_bytes(*len);
+            let Some(value) = usize::try_from(len).ok().and_then(|n| after.get(..n)) else {
+                memo.rejected += 1;
+                break;
+            };
+            rest = &after[value.len()..];
+            match std::str::from_utf8(value) {
+                Ok(text) if check_of(key, value) == *check => {
+                    stored.insert(*key, text.into());
+                }
+                _ => memo.rejected += 1,
+            }
+        }
+        memo
+    }
+
+    fn key(&self, step: &str, input: &[u8]) -> Key {
+        let mut h = blake3::Hasher::new_keyed(&self.salt);
+        h.update(step.as_bytes());
+        h.update(&[0]);
+        h.update(input);
+        *h.finalize().as_bytes()
+    }
+
+    /// The value of `step` on `input`: from the memo, or `compute`d and remembered. `compute`
+    /// must be a pure function of `input` (and of toolreg itself, which the salt names).
+    pub fn get_or_compute(
+        &self,
+        step: &str,
+        input: &[u8],
+        compute: impl FnOnce() -> String,
+    ) -> Arc<str> {
+        let key = self.key(step, input);
+        if let Some(v) = self.used.lock().expect("memo lock").get(&key) {
+            self.repeats.fetch_add(1, Ordering::Relaxed);
+            return v.clone();
+        }
+        let stored = self.stored.lock().expect("memo lock").remove(&key);
+        let value = match stored {
+            Some(v) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                v
+            }
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                compute().into()
+            }
+        };
+        self.used
+            .lock()
+            .expect("memo lock")
+            .entry(key)
+            .or_insert(value)
+            .clone()
+    }
+
+    pub fn stats(&self) -> MemoStats {
+        MemoStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            repeats: self.repeats.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            rejected: self.rejected,
+        }
+    }
+
+    /// The entries this build used, sorted by key, each with its check.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let used = self.used.lock().expect("memo lock");
+        let mut keys: Vec<&Key> = used.keys().collect();
+        keys.sort();
+        let size: usize = used.values().map(|v| v.len() + 72).sum();
+        let mut out = Vec::with_capacity(MAGIC.len() + 32 + size);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&self.salt);
+        for key in keys {
+            let value = used[key].as_bytes();
+            out.extend_from_slice(key);
+            out.extend_from_slice(&check_of(key, value));
+            out.extend_from_slice(&(value.len() as u64).to_le_bytes());
+            out.extend_from_slice(value);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled() -> Memo {
+        let m = Memo::new("salt");
+        m.get_or_compute("count", b"hello", || "5".into());
+        m.get_or_compute("count", b"hi", || "2".into());
+        m
+    }
+
+    #[test]
+    fn serves_what_it_computed_and_saves_only_what_was_used() {
+        let m = filled();
+        let again = m.get_or_compute("count", b"hello", || unreachable!());
+        assert_eq!(&*again, "5");
+        assert_eq!(
+            m.stats(),
+            MemoStats {
+                hits: 0,
+                repeats: 1,
+                misses: 2,
+                rejected: 0
+            }
+        );
+        // Same input under another step name is another entry.
+        assert_eq!(&*m.get_or_compute("len", b"hello", || "x".into()), "x");
+
+        let read = Memo::read("salt", &m.to_bytes());
+        assert_eq!(
+            &*read.get_or_compute("count", b"hi", || unreachable!()),
+            "2"
+        );
+        assert!(read.to_bytes().len() < m.to_bytes().len());
+        // Saved bytes do not depend on the order entries were computed in.
+        let other = Memo::new("salt");
+        other.get_or_compute("len", b"hello", || "x".into());
+        other.get_or_compute("count", b"hi", || "2".into());
+        other.get_or_compute("count", b"hello", || "5".into());
+        assert_eq!(other.to_bytes(), m.to_bytes());
+    }
+
+    #[test]
+    fn another_binary_reads_nothing() {
+        let read = Memo::read("other salt", &filled().to_bytes());
+        assert_eq!(
+            &*read.get_or_compute("count", b"hi", || "computed".into()),
+            "computed"
+        );
+        assert_eq!(read.stats().misses, 1);
+    }
+
+    #[test]
+    fn a_changed_or_torn_entry_is_dropped_and_recomputed() {
+        let mut bytes = filled().to_bytes();
+        // Flip the last byte of the last value: its check no longer matches.
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let read = Memo::read("salt", &bytes);
+        assert_eq!(read.stats().rejected, 1);
+        let hello = read.get_or_compute("count", b"hello", || "5".into());
+        let hi = read.get_or_compute("count", b"hi", || "2".into());
+        assert_eq!((&*hello, &*hi), ("5", "2"));
+        assert_eq!(read.stats().hits + read.stats().misses, 2);
+        assert_eq!(read.stats().misses, 1, "one entry was intact");
+        // A tail cut anywhere loses at most the entry it cuts.
+        let whole = filled().to_bytes();
+        for cut in 0..whole.len() {
+            let read = Memo::read("salt", &whole[..cut]);
+            assert!(read.stored.lock().unwrap().len() <= 2);
+        }
+    }
+}
