@@ -2,8 +2,9 @@
 //! fresh process on registries of 2,500 and 10,000 synthetic ops, with the build's index and
 //! without it, interleaved in one run: for help and exec `lookup.json` (a command that needs one
 //! op or page reads only that; without it the whole registry is parsed), for search
-//! `search.json` (without it search builds its index). Prints the median wall time and peak RSS
-//! of each.
+//! `search.json` (without it search builds its index). With the `mcp` feature, `toolreg serve`
+//! from start to its first `tools/list` answer, with `lookup.json` (help pages read when asked)
+//! and without it (help.json parsed at start). Prints the median wall time and peak RSS of each.
 //!
 //! Each command runs in a child of this binary (`--child`), so its peak is its own.
 //! `cargo bench --bench cold`; `-- --quick` runs 1,000 ops, three rounds (CI).
@@ -24,8 +25,13 @@ fn children_peak_kib() -> u64 {
     usage.ru_maxrss.max(0) as u64
 }
 
-/// Child mode: run toolreg with `args`, print `peak_kib <k>`.
+/// Child mode: run toolreg with `args`, print `peak_kib <k>`. `serve ...` is started over
+/// stdio, asked `initialize` and `tools/list`, and stopped once it has answered.
 fn child(args: &[String]) {
+    if args.first().map(String::as_str) == Some("serve") {
+        serve_child(args);
+        return;
+    }
     let o = Command::new(env!("CARGO_BIN_EXE_toolreg"))
         .args(args)
         .output()
@@ -40,6 +46,42 @@ fn child(args: &[String]) {
     println!("peak_kib {}", children_peak_kib());
 }
 
+/// `toolreg serve` over stdio until its first `tools/list` answer (the time reported: start to
+/// that answer); then its stdin closes and it exits.
+fn serve_child(args: &[String]) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let start = Instant::now();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_toolreg"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    for message in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cold-bench","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    let mut listed = false;
+    for line in BufReader::new(server.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line.contains(r#""id":2"#) && line.contains(r#""tools""#) {
+            listed = true;
+            break;
+        }
+    }
+    assert!(listed, "serve answered no tools/list");
+    let answered = start.elapsed().as_secs_f64();
+    drop(stdin);
+    server.wait().unwrap();
+    println!("peak_kib {} answered_secs {answered}", children_peak_kib());
+}
+
 /// One cold command: wall seconds (process start included) and peak MiB.
 fn run(args: &[&str]) -> (f64, f64) {
     let start = Instant::now();
@@ -51,7 +93,10 @@ fn run(args: &[&str]) -> (f64, f64) {
     let secs = start.elapsed().as_secs_f64();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    let kib: f64 = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let kib: f64 = words[1].parse().unwrap();
+    // serve's own figure is start to answer, not to exit.
+    let secs = words.get(3).map_or(secs, |s| s.parse().unwrap());
     (secs, kib / 1024.0)
 }
 
@@ -82,7 +127,12 @@ fn main() {
         let (defs, out) = (tmp.path().join("defs"), tmp.path().join("out"));
         synthetic::write_catalog(&defs, n);
         let built = Command::new(env!("CARGO_BIN_EXE_toolreg"))
-            .args(["build", "--emit", "registry,help,search", "--definitions"])
+            .args([
+                "build",
+                "--emit",
+                "registry,help,search,surfaces",
+                "--definitions",
+            ])
             .arg(&defs)
             .arg("--out")
             .arg(&out)
@@ -99,7 +149,9 @@ fn main() {
         let registry = registry.to_str().unwrap();
         let index = out.join("lookup.json");
         let kept = tmp.path().join("lookup.json");
-        let commands: [(&str, Vec<&str>); 3] = [
+        let out_dir = out.to_str().unwrap();
+        #[allow(unused_mut)]
+        let mut commands: Vec<(&str, Vec<&str>)> = vec![
             ("help", vec!["help", &op, "--registry", registry]),
             (
                 "exec",
@@ -110,10 +162,13 @@ fn main() {
                 vec!["search", "list the tasks", "--registry", registry],
             ),
         ];
+        // Start to the first tools/list answer; serve reads help pages through lookup.json.
+        #[cfg(feature = "mcp")]
+        commands.push(("serve", vec!["serve", "--registry", out_dir]));
         let search_index = out.join("search.json");
         let search_kept = tmp.path().join("search.json");
         for (name, cmd) in &commands {
-            // help and exec read lookup.json; search reads search.json.
+            // help, exec and serve read lookup.json; search reads search.json.
             let (index, kept) = if *name == "search" {
                 (&search_index, &search_kept)
             } else {

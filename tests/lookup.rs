@@ -177,3 +177,59 @@ fn help_reads_no_registry_and_exec_no_help_pages() {
         "{found}"
     );
 }
+
+/// `Gateway::from_dir` (and `toolreg serve`, which loads the same way) reads help pages from
+/// `help.json` when first asked for, where `lookup.json` says they lie: every page of the example
+/// in both formats, every op by its tool name, a misspelling and an unknown path answer exactly
+/// as with `help.json` parsed whole. A page damaged in place (same size, so the index still
+/// matches the file) is never served: it answers as an unknown path.
+#[test]
+fn deferred_help_pages_answer_as_parsed_ones_and_fail_closed() {
+    use toolreg::help::{Format, HelpRequest};
+    let dir = folder(true);
+    let deferred = toolreg::runtime::Gateway::from_dir(dir.path()).unwrap();
+    let whole = toolreg::runtime::Gateway::from_slices(
+        &std::fs::read(dir.path().join("registry.json")).unwrap(),
+        &std::fs::read(dir.path().join("help.json")).unwrap(),
+    )
+    .unwrap();
+    let help: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("help.json")).unwrap()).unwrap();
+    let mut asked: Vec<String> = help["pages"].as_object().unwrap().keys().cloned().collect();
+    asked.extend(whole.registry().ops.values().map(|r| r.tool_name.clone()));
+    asked.extend([
+        "onto.tasks.list".into(),
+        "no.such.thing".into(),
+        String::new(),
+    ]);
+    for path in &asked {
+        for format in [Format::Short, Format::Full] {
+            let req = HelpRequest {
+                path: path.clone(),
+                format,
+                ..HelpRequest::default()
+            };
+            assert_eq!(deferred.help(&req), whole.help(&req), "{path} {format:?}");
+        }
+    }
+
+    // Damage one op's short page in place: same length, so lookup.json still matches.
+    let text = std::fs::read_to_string(dir.path().join("help.json")).unwrap();
+    let version = whole.registry().registry_version.clone();
+    let op = "onto.task.list";
+    let lookup: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("lookup.json")).unwrap()).unwrap();
+    let at = lookup["pages"][op][0].as_u64().unwrap() as usize;
+    let len = lookup["pages"][op][1].as_u64().unwrap() as usize;
+    let page = &text[at..at + len];
+    let forged = page.replace(&version, &"b3:0000000000000000"[..version.len()]);
+    assert_ne!(page, forged);
+    let damaged = format!("{}{}{}", &text[..at], forged, &text[at + len..]);
+    std::fs::write(dir.path().join("help.json"), damaged).unwrap();
+    let gw = toolreg::runtime::Gateway::from_dir(dir.path()).unwrap();
+    let answer = gw.help(&HelpRequest::path(op));
+    assert_eq!(answer["error"]["code"], "UNKNOWN_PATH", "{answer}");
+    // Other pages still read.
+    let other = HelpRequest::path("onto.project.list");
+    assert_eq!(gw.help(&other), whole.help(&other));
+}

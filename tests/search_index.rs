@@ -5,7 +5,7 @@
 mod common;
 
 use serde_json::Value;
-use toolreg::runtime::search::{SearchIndex, SearchRequest};
+use toolreg::runtime::search::{SearchIndex, SearchRequest, INDEX_FORMAT};
 use toolreg::runtime::Gateway;
 
 fn registry(defs: &str) -> toolreg::Registry {
@@ -99,8 +99,9 @@ fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
     let reg = registry("definitions");
     let artifact = SearchIndex::to_artifact(&reg);
     assert!(SearchIndex::from_artifact(artifact.as_bytes(), "b3:0000000000000000").is_none());
+    let format = format!("\"index_format\":{INDEX_FORMAT}");
     for (from, to) in [
-        ("\"index_format\":1", "\"index_format\":999"),
+        (format.as_str(), "\"index_format\":999"),
         ("\"toolreg_version\":\"", "\"toolreg_version\":\"0.0.0-"),
     ] {
         let edited = artifact.replacen(from, to, 1);
@@ -115,6 +116,33 @@ fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
     assert!(SearchIndex::read_artifact(cut, &reg.registry_version).is_none());
     assert!(SearchIndex::read_artifact(artifact.as_bytes(), "b3:0000000000000000").is_none());
     assert!(SearchIndex::from_artifact(b"{}", &reg.registry_version).is_none());
+
+    // Posting lists are packed (base64 of little-endian op index and weight): a list that names
+    // an op past the last one, or is not whole entries, refuses the file; it never indexes out
+    // of bounds.
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let file: Value = serde_json::from_str(&artifact).unwrap();
+    let (term, list) = file["index"]["postings"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    let list = list.as_str().unwrap();
+    let mut bytes = b64.decode(list).unwrap();
+    let last = bytes.len() - 12;
+    bytes[last..last + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    for damaged in [b64.encode(&bytes), b64.encode(&bytes[..bytes.len() - 1])] {
+        let edited = artifact.replacen(
+            &format!("\"{term}\":\"{list}\""),
+            &format!("\"{term}\":\"{damaged}\""),
+            1,
+        );
+        assert_ne!(edited, artifact);
+        assert!(SearchIndex::from_artifact(edited.as_bytes(), &reg.registry_version).is_none());
+        assert!(SearchIndex::read_artifact(edited.as_bytes(), &reg.registry_version).is_none());
+    }
 }
 
 /// The CLI reads the build's index and, when the file is torn or stale, answers exactly as

@@ -104,11 +104,11 @@ impl RegistryFile {
     pub(crate) fn gateway_for_op(&self, asked: &str) -> Option<toolreg::runtime::Gateway> {
         let (dir, lookup) = self.lookup()?;
         let reg = lookup.registry_of(&dir, asked)?;
-        let help = toolreg::help::HelpDoc {
-            generator: reg.generator.clone(),
-            registry_version: reg.registry_version.clone(),
-            pages: Default::default(),
-        };
+        let help = toolreg::help::HelpDoc::new(
+            reg.generator.clone(),
+            reg.registry_version.clone(),
+            Default::default(),
+        );
         toolreg::runtime::Gateway::new(reg, help).ok()
     }
 
@@ -192,7 +192,8 @@ impl RegistryFile {
             .map_err(|e| e.to_string())?;
         let mut gw = toolreg::runtime::Gateway::for_search(reg);
         let version = gw.registry().registry_version.clone();
-        if let Some(index) = artifact.and_then(|b| SearchIndex::from_artifact(&b, &version)) {
+        let written = artifact.and_then(|b| SearchIndex::from_artifact(&b, &version));
+        if let Some(index) = written.filter(|index| index.indexes(gw.registry())) {
             gw.set_search_index(index);
         }
         Ok(gw)
@@ -212,11 +213,12 @@ fn registry_version_of(path: &std::path::Path) -> Option<String> {
     const KEY: &[u8] = b"\n  \"registry_version\": \"";
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
-    // The tree and the settings follow the version: a few KB per hundred ops.
-    for window in [256 * 1024, 8 * 1024 * 1024, len] {
+    // The tree and the settings follow the version: a few KB per hundred ops (300 KB at
+    // 10,000), so the window grows by steps rather than jumping to megabytes.
+    for window in [256 << 10, 1 << 20, 4 << 20, 16 << 20, len] {
         let start = len.saturating_sub(window);
         file.seek(SeekFrom::Start(start)).ok()?;
-        let mut tail = Vec::new();
+        let mut tail = Vec::with_capacity(usize::try_from(window.min(len)).ok()?);
         file.by_ref().take(window).read_to_end(&mut tail).ok()?;
         if let Some(at) = tail.windows(KEY.len()).rposition(|w| w == KEY) {
             let rest = &tail[at + KEY.len()..];

@@ -151,11 +151,11 @@ pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
             &["description_more", "args", "examples"],
         );
     }
-    HelpDoc {
-        generator: crate::registry::GENERATOR.into(),
-        registry_version: reg.registry_version.clone(),
+    HelpDoc::new(
+        crate::registry::GENERATOR.into(),
+        reg.registry_version.clone(),
         pages,
-    }
+    )
 }
 
 /// What separates a directory path from its page number (`root@2`): no op or path has it.

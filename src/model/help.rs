@@ -20,7 +20,36 @@ pub struct HelpDoc {
     pub generator: String,
     pub registry_version: String,
     pub pages: BTreeMap<String, HelpPages>,
+    /// Pages not parsed yet, read from `help.json` when first asked for ([`HelpDoc::deferred`]):
+    /// a server over a 10,000-op registry starts without parsing 60 MB of pages it may never
+    /// serve. Never written.
+    #[serde(skip)]
+    deferred: Option<Arc<Deferred>>,
 }
+
+/// Where the pages of a `help.json` lie in it (from `lookup.json`), the file held open (a later
+/// build replaces the file by renaming, so this one stays what was indexed), and the pages read
+/// so far.
+struct Deferred {
+    file: std::sync::Mutex<std::fs::File>,
+    at: BTreeMap<String, [u64; 4]>,
+    read: std::sync::Mutex<std::collections::HashMap<String, HelpPages>>,
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Deferred({} pages)", self.at.len())
+    }
+}
+
+impl PartialEq for Deferred {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+/// The longest page read from a deferred `help.json` (a bound on what a damaged index costs).
+const MAX_PAGE_BYTES: u64 = 16 << 20;
 
 /// The two formats of one path. Shared (`Arc`), so serving an unmodified page copies a pointer,
 /// not the page.
@@ -77,6 +106,94 @@ impl HelpDoc {
         serde_json::from_slice(bytes)
     }
 
+    /// Pages built in memory (as the help emitter builds them).
+    pub fn new(
+        generator: String,
+        registry_version: String,
+        pages: BTreeMap<String, HelpPages>,
+    ) -> Self {
+        HelpDoc {
+            generator,
+            registry_version,
+            pages,
+            deferred: None,
+        }
+    }
+
+    /// The pages of the `help.json` in `dir`, each read and parsed when first asked for, where
+    /// they lie by `lookup` (that folder's `lookup.json`, opened with [`Lookup::open`], which
+    /// checks it against both files' sizes). A page that does not read back as a page of this
+    /// registry version answers as an unknown path: the file is never trusted past what it
+    /// proves.
+    ///
+    /// [`Lookup::open`]: crate::model::lookup::Lookup::open
+    pub fn deferred(
+        dir: &std::path::Path,
+        lookup: &crate::model::lookup::Lookup,
+    ) -> std::io::Result<Self> {
+        let file = std::fs::File::open(dir.join("help.json"))?;
+        Ok(HelpDoc {
+            generator: lookup.generator.clone(),
+            registry_version: lookup.registry_version.clone(),
+            pages: BTreeMap::new(),
+            deferred: Some(Arc::new(Deferred {
+                file: std::sync::Mutex::new(file),
+                at: lookup.pages.clone(),
+                read: Default::default(),
+            })),
+        })
+    }
+
+    /// Whether there is a page at exactly `path`.
+    pub fn has(&self, path: &str) -> bool {
+        self.pages.contains_key(path)
+            || self
+                .deferred
+                .as_ref()
+                .is_some_and(|d| d.at.contains_key(path))
+    }
+
+    /// Every page path, in order.
+    pub fn paths(&self) -> Box<dyn Iterator<Item = &String> + '_> {
+        match &self.deferred {
+            Some(d) => Box::new(self.pages.keys().chain(d.at.keys())),
+            None => Box::new(self.pages.keys()),
+        }
+    }
+
+    /// The pages at exactly `path`, read now if they were deferred.
+    pub fn get(&self, path: &str) -> Option<HelpPages> {
+        if let Some(p) = self.pages.get(path) {
+            return Some(p.clone());
+        }
+        let d = self.deferred.as_ref()?;
+        if let Some(p) = d.read.lock().ok()?.get(path) {
+            return Some(p.clone());
+        }
+        let [s, sl, f, fl] = *d.at.get(path)?;
+        let page = |start: u64, len: u64| -> Option<Arc<Value>> {
+            use std::io::{Read, Seek, SeekFrom};
+            if len > MAX_PAGE_BYTES {
+                return None;
+            }
+            let mut buf = vec![0; usize::try_from(len).ok()?];
+            {
+                let mut file = d.file.lock().ok()?;
+                file.seek(SeekFrom::Start(start)).ok()?;
+                file.read_exact(&mut buf).ok()?;
+            }
+            let page: Value = serde_json::from_slice(&buf).ok()?;
+            let version = page.get("registry_version").and_then(Value::as_str);
+            (version == Some(self.registry_version.as_str())).then(|| Arc::new(page))
+        };
+        let pages = HelpPages {
+            short: page(s, sl)?,
+            full: page(f, fl)?,
+        };
+        d.read.lock().ok()?.insert(path.to_string(), pages.clone());
+        Some(pages)
+    }
+
     /// The page for a request. Paths are matched exactly, then as a tool name (the answer says
     /// which path it served); anything else gets an `UNKNOWN_PATH` answer with the closest paths.
     pub fn lookup(&self, reg: &Registry, req: &HelpRequest) -> Arc<Value> {
@@ -98,16 +215,18 @@ impl HelpDoc {
         };
         let (path, resolved_from) = if asked.is_empty() {
             (ROOT.to_string(), None)
-        } else if self.pages.contains_key(asked) {
+        } else if self.has(asked) {
             (asked.to_string(), None)
         } else if let Some(r) = reg.op_by_tool_name(asked) {
             (r.op.clone(), Some(asked))
-        } else if self.pages.contains_key(&asked.to_lowercase()) {
+        } else if self.has(&asked.to_lowercase()) {
             (asked.to_lowercase(), Some(asked))
         } else {
             return Arc::new(self.unknown(reg, asked));
         };
-        let pages = &self.pages[&path];
+        let Some(pages) = self.get(&path) else {
+            return Arc::new(self.unknown(reg, asked));
+        };
         let shared = match req.format {
             Format::Short => &pages.short,
             Format::Full => &pages.full,
@@ -149,8 +268,7 @@ impl HelpDoc {
     pub fn closest(&self, asked: &str, n: usize) -> Vec<String> {
         let lower = asked.to_lowercase();
         let mut scored: Vec<(f64, &String)> = self
-            .pages
-            .keys()
+            .paths()
             .filter(|p| p.as_str() != ROOT && !p.contains('@'))
             .map(|p| {
                 let mut score = strsim::jaro_winkler(&lower, p);
@@ -216,7 +334,6 @@ impl HelpDoc {
     fn unknown_page(&self, reg: &Registry, asked: &str, closest: Vec<String>) -> Value {
         let help = &reg.gateway.help;
         let groups = self
-            .pages
             .get(ROOT)
             .and_then(|p| p.short.get("groups").cloned())
             .unwrap_or(Value::Array(Vec::new()));

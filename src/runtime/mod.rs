@@ -97,6 +97,28 @@ pub enum GatewayError {
     Interrupted { dir: String },
 }
 
+/// The registry and help pages of a folder `toolreg build` wrote. With the folder's
+/// `lookup.json` (checked against both files) the help pages are read when first asked for,
+/// not parsed at start: `help.json` is the largest file of a build.
+pub fn read_dir(dir: &std::path::Path) -> Result<(Registry, HelpDoc), GatewayError> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read(&path).map_err(|source| GatewayError::Io {
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    let registry = Registry::from_slice(&read("registry.json")?)?;
+    let deferred = crate::model::lookup::Lookup::open(dir)
+        .filter(|l| l.registry_version == registry.registry_version)
+        .and_then(|l| HelpDoc::deferred(dir, &l).ok());
+    let help = match deferred {
+        Some(help) => help,
+        None => HelpDoc::from_slice(&read("help.json")?).map_err(GatewayError::Help)?,
+    };
+    Ok((registry, help))
+}
+
 /// A gateway over one compiled registry.
 pub struct Gateway {
     registry: Arc<Registry>,
@@ -104,6 +126,9 @@ pub struct Gateway {
     /// Built on the first search: help and exec never pay for it (a cold `toolreg help` on a
     /// 10,000-op registry spent half its time building an index it never used).
     index: OnceLock<SearchIndex>,
+    /// The build's `search.json`, when the gateway came from a folder: the first search reads
+    /// it (if it is this registry's) instead of building the index.
+    index_file: Option<std::path::PathBuf>,
     search_limits: search::SearchLimits,
     /// Whether the fused encoder is the one `match`'s hybrid floors were chosen for.
     calibrated_dense: bool,
@@ -216,6 +241,7 @@ impl Gateway {
             registry: Arc::new(registry),
             help,
             index: OnceLock::new(),
+            index_file: None,
             search_limits: search::SearchLimits::default(),
             calibrated_dense: false,
             handlers: HashMap::new(),
@@ -238,13 +264,14 @@ impl Gateway {
     /// A gateway for search, without help pages: what `toolreg search` and `eval` load, since
     /// a cold process otherwise parses `help.json` (larger than the registry) for nothing. Its
     /// `help` answers every path `UNKNOWN_PATH`. Over a whole registry exec works as usual; over
-    /// the registry view of a `search.json` every exec is refused (its schemas are `false`).
+    /// the registry view of a `search.json` every exec is refused (its schemas are `false`), and
+    /// its ops carry no argument lists (search takes usage lines from its index).
     pub fn for_search(registry: Registry) -> Gateway {
-        let help = HelpDoc {
-            generator: registry.generator.clone(),
-            registry_version: registry.registry_version.clone(),
-            pages: Default::default(),
-        };
+        let help = HelpDoc::new(
+            registry.generator.clone(),
+            registry.registry_version.clone(),
+            Default::default(),
+        );
         Self::new(registry, help).expect("the help pages carry the registry's version")
     }
 
@@ -263,14 +290,17 @@ impl Gateway {
                 dir: dir.as_ref().display().to_string(),
             });
         }
-        let read = |name: &str| {
-            let path = dir.as_ref().join(name);
-            std::fs::read(&path).map_err(|source| GatewayError::Io {
-                path: path.display().to_string(),
-                source,
-            })
-        };
-        Self::from_slices(&read("registry.json")?, &read("help.json")?)
+        let (registry, help) = read_dir(dir.as_ref())?;
+        let mut gw = Gateway::new(registry, help)?;
+        gw.index_file = Some(dir.as_ref().join(search::INDEX_FILE));
+        Ok(gw)
+    }
+
+    /// Reads the search index from `file` (a build's `search.json`) on the first search, when
+    /// it is this registry's; otherwise that search builds it.
+    pub fn with_index_file(mut self, file: std::path::PathBuf) -> Self {
+        self.index_file = Some(file);
+        self
     }
 
     pub fn registry(&self) -> &Registry {
@@ -294,10 +324,14 @@ impl Gateway {
         self.index = OnceLock::from(index);
     }
 
-    /// The search index, built on first use.
+    /// The search index, read or built on first use.
     fn index(&self) -> &SearchIndex {
         self.index.get_or_init(|| {
-            let mut index = SearchIndex::new(&self.registry);
+            let written = self.index_file.as_ref().and_then(|f| {
+                SearchIndex::from_artifact(&std::fs::read(f).ok()?, &self.registry.registry_version)
+                    .filter(|index| index.indexes(&self.registry))
+            });
+            let mut index = written.unwrap_or_else(|| SearchIndex::new(&self.registry));
             index.set_limits(self.search_limits);
             index.set_calibrated_dense(self.calibrated_dense);
             index

@@ -223,17 +223,7 @@ impl Server {
             }
             .into());
         }
-        let read = |name: &str| {
-            let path = dir.join(name);
-            std::fs::read(&path).map_err(|source| crate::runtime::GatewayError::Io {
-                path: path.display().to_string(),
-                source,
-            })
-        };
-        let reg = Registry::from_slice(&read("registry.json")?)
-            .map_err(crate::runtime::GatewayError::Registry)?;
-        let help = crate::help::HelpDoc::from_slice(&read("help.json")?)
-            .map_err(crate::runtime::GatewayError::Help)?;
+        let (reg, help) = crate::runtime::read_dir(dir)?;
         let scope = match surface {
             SurfaceChoice::Profile(name) => {
                 Scope::profile(&reg, name).ok_or_else(|| ServeError::UnknownProfile {
@@ -286,7 +276,8 @@ impl Server {
                 idempotency_store: options.store,
                 ..Options::default()
             },
-        )?;
+        )?
+        .with_index_file(dir.join(crate::runtime::search::INDEX_FILE));
         #[cfg(feature = "semantic")]
         let gateway = match hybrid {
             Some(h) => gateway.with_hybrid(h),

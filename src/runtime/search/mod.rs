@@ -11,6 +11,7 @@
 //! and the no-match answers (`nearest`) live beside it.
 
 mod nearest;
+mod packed;
 mod words;
 
 pub use nearest::directory;
@@ -23,6 +24,7 @@ use crate::model::registry::{Kind, MatchFloors, OpRecord, Registry};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 const NAME: usize = 0;
 
@@ -283,15 +285,18 @@ pub const MAX_LIMIT: usize = 50;
 #[derive(Serialize, Deserialize)]
 pub struct SearchIndex {
     ops: Vec<String>,
+    /// Each op's usage line (`OpRecord::usage`), by index: a hit shows it, and the registry a
+    /// cold search reads from `search.json` then needs no argument lists.
+    usage: Vec<String>,
     /// term -> (op index, its BM25F term weight: field tfs weighted and length-normalized).
     /// Query-independent, so computed once; a query only touches its terms' postings.
-    #[serde(serialize_with = "sorted")]
+    #[serde(with = "packed")]
     postings: HashMap<String, Vec<(u32, f64)>>,
     /// term -> inverse document frequency.
     #[serde(serialize_with = "sorted")]
     idf: HashMap<String, f64>,
     /// term -> (op index, which structural parts hold it: ENTITY | ACTION | QUALIFIER bits).
-    #[serde(serialize_with = "sorted")]
+    #[serde(with = "packed")]
     structure: HashMap<String, Vec<(u32, u8)>>,
     #[serde(serialize_with = "sorted")]
     synonyms: HashMap<String, Vec<String>>,
@@ -306,9 +311,11 @@ pub struct SearchIndex {
     structure_df: HashMap<String, f64>,
     /// Each catalog word with one letter deleted -> the words (for typo tolerance: two words
     /// one edit apart share a one-deletion form, so a lookup costs a few hash probes).
-    /// Derived from the vocabulary (`idf`), so never stored: rebuilt when read.
+    /// Derived from the vocabulary (`idf`), so never stored, and built on the first query word
+    /// that needs correcting: most searches never need it, and a cold process should not pay
+    /// for it (at 10,000 ops it is the largest table of all).
     #[serde(skip)]
-    deletions: HashMap<String, Vec<String>>,
+    deletions: OnceLock<HashMap<String, Vec<String>>>,
     /// Multi-word phrases (as raw words) -> catalog words.
     phrases: Vec<(Vec<String>, Vec<String>)>,
     /// The floors of lexical `match`: the registry's, else the defaults.
@@ -346,7 +353,7 @@ pub const INDEX_FILE: &str = "search.json";
 
 /// Bumped whenever what the index holds, or how search reads it, changes; an index of another
 /// format (or another toolreg version, or registry) is not read: search builds its own.
-pub const INDEX_FORMAT: u32 = 1;
+pub const INDEX_FORMAT: u32 = 2;
 
 /// The header of `search.json`: what it was built from and by.
 #[derive(Serialize, Deserialize)]
@@ -384,9 +391,12 @@ fn search_view(reg: &Registry) -> Registry {
         r.when_to_use = None;
         r.queries = Vec::new();
         r.annotations = None;
-        for a in &mut r.args {
-            a.description = String::new();
-        }
+        // Hits take their usage lines from the index; nothing else at query time reads these.
+        r.args = Vec::new();
+        r.id_args = Vec::new();
+        r.id_discovery = Vec::new();
+        r.arg_aliases = Default::default();
+        r.tags = Vec::new();
     }
     view.quarantined = Vec::new();
     view.upstreams = Default::default();
@@ -436,9 +446,8 @@ impl SearchIndex {
         {
             return None;
         }
-        let mut index = file.index;
-        index.deletions = deletions_of(&index.idf);
-        Some((file.registry, index))
+        (file.index.is_sound() && file.index.indexes(&file.registry))
+            .then_some((file.registry, file.index))
     }
 
     /// The index in `bytes` (a `search.json`), when it was built for `registry_version` by
@@ -453,9 +462,27 @@ impl SearchIndex {
         if !file.header.is_current(registry_version) {
             return None;
         }
-        let mut index = file.index;
-        index.deletions = deletions_of(&index.idf);
-        Some(index)
+        file.index.is_sound().then_some(file.index)
+    }
+
+    /// Whether this index was built over exactly `reg`'s ops, in order (index i is the i-th
+    /// record): a prebuilt index is used with a registry only then.
+    pub fn indexes(&self, reg: &Registry) -> bool {
+        self.ops.len() == reg.ops.len() && self.ops.iter().eq(reg.ops.keys())
+    }
+
+    /// Whether every posting names an op of the index, in increasing order (what scoring and
+    /// `holds` rely on): a damaged file fails closed, never indexes past the ops.
+    fn is_sound(&self) -> bool {
+        fn ordered<V>(list: &[(u32, V)], ops: usize) -> bool {
+            list.windows(2).all(|w| w[0].0 < w[1].0)
+                && list.last().is_none_or(|(d, _)| (*d as usize) < ops)
+        }
+        let ops = self.ops.len();
+        self.usage.len() == ops
+            && self.ops.windows(2).all(|w| w[0] < w[1])
+            && self.postings.values().all(|l| ordered(l, ops))
+            && self.structure.values().all(|l| ordered(l, ops))
     }
 }
 
@@ -474,6 +501,7 @@ fn add_words(tf: &mut HashMap<String, f64>, text: &str) -> f64 {
 impl SearchIndex {
     pub fn new(reg: &Registry) -> Self {
         let mut ops = Vec::new();
+        let mut usage = Vec::new();
         let mut docs = Vec::new();
         let mut df: HashMap<String, f64> = HashMap::new();
         for r in reg.ops.values() {
@@ -504,6 +532,7 @@ impl SearchIndex {
                 .flat_map(|s| tokenize(s))
                 .collect();
             ops.push(r.op.clone());
+            usage.push(r.usage());
             docs.push(Doc {
                 tf,
                 len,
@@ -599,18 +628,18 @@ impl SearchIndex {
             .iter()
             .map(|(t, df)| (t.clone(), (1.0 + (n - df + 0.5) / (df + 0.5)).ln()))
             .collect();
-        let deletions = deletions_of(&idf);
         let phrases = data
             .phrases
             .iter()
             .map(|(p, m)| (raw_words(p), tokenize(m)))
             .collect();
         SearchIndex {
-            deletions,
+            deletions: OnceLock::new(),
             phrases,
             entity_words,
             structure_df,
             ops,
+            usage,
             postings,
             idf,
             structure,
@@ -872,7 +901,8 @@ impl SearchIndex {
             if self.idf.contains_key(&p) {
                 found.push(p.clone());
             }
-            for w in self.deletions.get(&p).into_iter().flatten() {
+            let deletions = self.deletions.get_or_init(|| deletions_of(&self.idf));
+            for w in deletions.get(&p).into_iter().flatten() {
                 found.push(w.clone());
             }
         }
@@ -1102,7 +1132,7 @@ impl SearchIndex {
                     summary: r.summary.clone(),
                     kind: r.kind,
                     confidence: confidence(*score),
-                    usage: top.then(|| r.usage()),
+                    usage: top.then(|| self.usage[*d as usize].clone()),
                     required_args: top.then(|| r.required_args.clone()),
                 }
             })
@@ -1113,7 +1143,12 @@ impl SearchIndex {
             // directory. Only a page past the end (a stale cursor) or a filter that leaves no
             // op at all answers with the directory alone.
             let nearest: Vec<Hit> = if offset == 0 {
-                nearest_by_spelling(reg, &req.query, &allowed, limit)
+                nearest_by_spelling(reg, &req.query, &allowed, limit, &|op| {
+                    self.ops
+                        .binary_search_by(|o| o.as_str().cmp(op))
+                        .map(|d| self.usage[d].clone())
+                        .unwrap_or_default()
+                })
             } else {
                 Vec::new()
             };

@@ -44,6 +44,7 @@ pub(super) fn nearest_by_spelling(
     query: &str,
     allowed: &dyn Fn(&OpRecord) -> bool,
     limit: usize,
+    usage: &dyn Fn(&str) -> String,
 ) -> Vec<Hit> {
     let q = trigrams(query, NEAREST_QUERY_CHARS);
     let mut scored: Vec<(f64, &OpRecord)> = reg
@@ -72,7 +73,7 @@ pub(super) fn nearest_by_spelling(
             kind: r.kind,
             // Below any real match's confidence: a guess by spelling.
             confidence: (score * 20.0).round() / 100.0,
-            usage: (i < 3).then(|| r.usage()),
+            usage: (i < 3).then(|| usage(&r.op)),
             required_args: (i < 3).then(|| r.required_args.clone()),
         })
         .collect()
