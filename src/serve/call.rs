@@ -55,7 +55,7 @@ impl Server {
             principal.map_or("", |p| p.name.as_str()),
             self.inner.surface
         );
-        let batch_tool = self.inner.gateway.registry().gateway.batch.as_deref();
+        let batch_tool = self.gateway().registry().gateway.batch.as_deref();
         let answer = if batch_tool == Some(name) && view.tool_names.contains(name) {
             self.batch(name, &args, principal, gate).await
         } else {
@@ -65,8 +65,7 @@ impl Server {
         let (op, code) = outcome(name, &answer);
         // Only ops of the registry the caller may see (or the gateway tool itself) become
         // labels and audit names: a caller cannot grow the metrics by inventing op names.
-        let known =
-            self.inner.gateway.registry().ops.contains_key(&op) && view.scope.contains_op(&op);
+        let known = self.gateway().registry().ops.contains_key(&op) && view.scope.contains_op(&op);
         let op = if known || op == name {
             op
         } else {
@@ -97,7 +96,6 @@ impl Server {
         view: &View,
         caller: &str,
     ) -> Result<CallToolResult, ErrorData> {
-        let inner = &self.inner;
         if !view.tool_names.contains(name) {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -107,7 +105,7 @@ impl Server {
                 None,
             ));
         }
-        let reg = inner.gateway.registry();
+        let reg = self.gateway().registry();
         if name == reg.gateway.help {
             return Ok(match serde_json::from_value::<HelpRequest>(args) {
                 Ok(req) => {
@@ -126,12 +124,12 @@ impl Server {
             return Ok(match serde_json::from_value::<SearchRequest>(args) {
                 Ok(req) => {
                     let found = match &view.hide {
-                        None => inner.gateway.search_in(&req, &view.scope),
+                        None => self.gateway().search_in(&req, &view.scope),
                         Some(_) => {
                             let index = view
                                 .search
-                                .get_or_init(|| inner.gateway.view_index(&view.allowed));
-                            inner.gateway.search_view(&req, index)
+                                .get_or_init(|| self.gateway().view_index(&view.allowed));
+                            self.gateway().search_view(&req, index)
                         }
                     };
                     let mut v = serde_json::to_value(&found).unwrap_or(Value::Null);
@@ -165,7 +163,7 @@ impl Server {
                 ..Default::default()
             }
         };
-        let envelope = inner.gateway.exec_for(call, &view.scope, caller).await;
+        let envelope = self.gateway().exec_for(call, &view.scope, caller).await;
         Ok(self.answer(envelope, view))
     }
 
@@ -177,7 +175,7 @@ impl Server {
         args: Option<&Map<String, Value>>,
         principal: Option<&Principal>,
     ) -> Option<crate::model::operation::Operation> {
-        let reg = self.inner.gateway.registry();
+        let reg = self.gateway().registry();
         let view = self.view(principal);
         if !view.tool_names.contains(name) {
             return None;
@@ -190,7 +188,7 @@ impl Server {
         } else {
             (reg.op_by_tool_name(name)?.op.clone(), None)
         };
-        let spec = self.inner.gateway.operation_spec(&op, &view.scope)?;
+        let spec = self.gateway().operation_spec(&op, &view.scope)?;
         let op_args = match op_args {
             Some(a) => a.clone(),
             None => Value::Object(args.cloned().unwrap_or_default()),
@@ -214,12 +212,12 @@ impl Server {
             Ok(b) => b,
             Err(refused) => return Ok(json_result(&refused.0.to_json(), true)),
         };
-        let reg = self.inner.gateway.registry();
+        let reg = self.gateway().registry();
         let mut answers = Vec::with_capacity(parsed.items.len());
         let mut failed_at: Option<usize> = None;
         for (i, (item, (kind, item_args))) in parsed.items.iter().zip(&parsed.raw).enumerate() {
             if let (crate::runtime::batch::BatchItem::Exec(call), Some(at)) = (item, failed_at) {
-                if parsed.stop_on_error && self.inner.gateway.is_write(call) {
+                if parsed.stop_on_error && self.gateway().is_write(call) {
                     answers.push(batch::skipped(&call.op, at));
                     continue;
                 }
@@ -282,7 +280,7 @@ impl Server {
     /// scrubbed. An unknown path's answer echoes what was asked as sent (scrubbing the echo
     /// would tell a hidden name from an invented one).
     fn help_for(&self, view: &View, req: &HelpRequest) -> Value {
-        let gw = &self.inner.gateway;
+        let gw = self.gateway();
         let Some(hide) = &view.hide else {
             return Value::clone(&gw.help(req));
         };

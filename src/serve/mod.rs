@@ -156,7 +156,9 @@ pub struct Server {
 }
 
 struct Inner {
-    gateway: Gateway,
+    /// Set at start, or by the loading thread of a deferred start ([`Server::load_with`]);
+    /// read through [`Server::gateway`], which waits for it.
+    gateway: Arc<std::sync::OnceLock<Gateway>>,
     /// What a caller without a principal (stdio, or HTTP without authentication) sees; its
     /// scope is the surface's (a profile's ops, or every op).
     full: Arc<View>,
@@ -169,6 +171,8 @@ struct Inner {
     upstream_of: std::collections::HashMap<String, String>,
     /// `ServeOptions::list_ttl_ms`.
     list_ttl_ms: Option<u64>,
+    /// The scopes `[access]` names (none: every caller sees the whole surface).
+    access_scopes: Vec<String>,
     /// One view per distinct set of `[access]` scopes seen, built on first use.
     views: std::sync::Mutex<std::collections::HashMap<Vec<String>, Arc<View>>>,
 }
@@ -222,6 +226,9 @@ impl Server {
                 dir: dir.display().to_string(),
             }
             .into());
+        }
+        if let Some(head) = deferrable(dir) {
+            return Self::load_deferred(dir, surface, options, head);
         }
         let (reg, help) = crate::runtime::read_dir(dir)?;
         let scope = match surface {
@@ -305,7 +312,8 @@ impl Server {
         });
         Ok(Server {
             inner: Arc::new(Inner {
-                gateway,
+                access_scopes: gateway.registry().access.keys().cloned().collect(),
+                gateway: Arc::new(std::sync::OnceLock::from(gateway)),
                 full,
                 version,
                 surface: surface_name,
@@ -318,15 +326,119 @@ impl Server {
         })
     }
 
+    /// A start that answers `initialize` and `tools/list` from the registry's head (its
+    /// settings, profiles and access, from `lookup.json`) and the surface file, while a thread
+    /// loads the registry and builds the gateway; the first call that needs it waits for it.
+    /// Only for a folder whose ops no upstream serves (see [`deferrable`]): everything that can
+    /// refuse a start (an interrupted build, an unknown profile, a surface of another registry)
+    /// is still checked before serving. A registry that then fails to load leaves a gateway
+    /// with no ops, which answers every call as unknown, and says why on stderr: it fails closed.
+    fn load_deferred(
+        dir: &Path,
+        surface: &SurfaceChoice,
+        options: ServeOptions,
+        head: Registry,
+    ) -> Result<Server, ServeError> {
+        let scope = match surface {
+            SurfaceChoice::Profile(name) => {
+                Scope::profile(&head, name).ok_or_else(|| ServeError::UnknownProfile {
+                    name: name.clone(),
+                    known: head.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+                })?
+            }
+            _ => Scope::all(),
+        };
+        let surface_path = surface_file(dir, surface)?;
+        let surface_name = surface_path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tools = read_surface(&surface_path, &head.registry_version)?;
+        let registry_version = head.registry_version.clone();
+        let access_scopes = head.access.keys().cloned().collect();
+        let pool = Arc::new(Pool::with_metrics(
+            Default::default(),
+            drift::DriftGate::new(options.drift, Default::default()),
+            Arc::clone(&options.observer.metrics),
+        ));
+        let gateway: Arc<std::sync::OnceLock<Gateway>> = Default::default();
+        let (slot, folder, start_scope) = (Arc::clone(&gateway), dir.to_path_buf(), scope.clone());
+        let (store, version) = (options.store, head.registry_version.clone());
+        let load = move || {
+            let options = || Options {
+                scope: start_scope.clone(),
+                idempotency_store: store.clone(),
+                ..Options::default()
+            };
+            let loaded = crate::runtime::read_dir(&folder)
+                .map_err(|e| e.to_string())
+                .and_then(|(reg, help)| {
+                    if reg.registry_version != version {
+                        return Err(format!(
+                            "registry.json is {} now, not the {version} this server started with",
+                            reg.registry_version
+                        ));
+                    }
+                    Gateway::with_options(reg, help, options()).map_err(|e| e.to_string())
+                });
+            let gw = loaded
+                .map(|gw| gw.with_index_file(folder.join(crate::runtime::search::INDEX_FILE)))
+                .unwrap_or_else(|e| {
+                    eprintln!(
+                        "error: `{}` did not load ({e}); every call is answered as an unknown op",
+                        folder.display()
+                    );
+                    let empty = crate::help::HelpDoc::new(
+                        head.generator.clone(),
+                        head.registry_version.clone(),
+                        Default::default(),
+                    );
+                    Gateway::with_options(head, empty, options())
+                        .expect("the head and its empty pages share a version")
+                });
+            let _ = slot.set(gw);
+        };
+        std::thread::Builder::new()
+            .name("toolreg-load".into())
+            .spawn(load)
+            .map_err(|e| crate::runtime::GatewayError::Io {
+                path: dir.display().to_string(),
+                source: e,
+            })?;
+        let full = Arc::new(View {
+            tool_names: tools.iter().map(|t| t.name.to_string()).collect(),
+            tools,
+            scope,
+            hide: None,
+            search: std::sync::OnceLock::new(),
+            allowed: Default::default(),
+            help: std::sync::OnceLock::new(),
+        });
+        Ok(Server {
+            inner: Arc::new(Inner {
+                access_scopes,
+                gateway,
+                full,
+                version: registry_version,
+                surface: surface_name,
+                pool,
+                observer: options.observer,
+                upstream_of: Default::default(),
+                list_ttl_ms: options.list_ttl_ms,
+                views: Default::default(),
+            }),
+        })
+    }
+
+    /// The gateway, once loaded (at once, unless the start was deferred and the loading thread
+    /// has not finished).
+    pub(super) fn gateway(&self) -> &Gateway {
+        self.inner.gateway.wait()
+    }
+
     /// Every scope `[access]` names (for the metadata document and 403 answers).
     pub fn scopes_supported(&self) -> Vec<String> {
-        self.inner
-            .gateway
-            .registry()
-            .access
-            .keys()
-            .cloned()
-            .collect()
+        self.inner.access_scopes.clone()
     }
 
     /// Whether a principal may use any op of this server at all (the HTTP layer answers 403
@@ -344,10 +456,11 @@ impl Server {
     /// once per distinct set of known scopes and kept (a scope `[access]` does not name changes
     /// nothing, so it cannot grow the cache).
     fn view(&self, principal: Option<&Principal>) -> Arc<View> {
-        let reg = self.inner.gateway.registry();
-        let Some(p) = principal.filter(|_| !reg.access.is_empty()) else {
+        // Known without the registry, so a deferred start answers `tools/list` at once.
+        let Some(p) = principal.filter(|_| !self.inner.access_scopes.is_empty()) else {
             return Arc::clone(&self.inner.full);
         };
+        let reg = self.gateway().registry();
         let key: Vec<String> = p
             .scopes
             .iter()
@@ -408,7 +521,7 @@ impl Server {
             .inner
             .list_ttl_ms
             .unwrap_or(if over_http { 3_600_000 } else { 86_400_000 });
-        let scope = if self.inner.gateway.registry().access.is_empty() {
+        let scope = if self.inner.access_scopes.is_empty() {
             rmcp::model::CacheScope::Public
         } else {
             rmcp::model::CacheScope::Private
@@ -431,6 +544,19 @@ impl Server {
     pub fn tools_for(&self, principal: Option<&Principal>) -> Vec<Tool> {
         self.view(principal).tools.clone()
     }
+}
+
+/// The registry's head (all but its ops and tree, from `lookup.json`) when `dir` can be served
+/// before its registry is loaded ([`Server::load_with`]): the lookup index matches its files, no
+/// upstream serves its ops (their pins and sessions are set up at start) and no vectors lie
+/// beside it (their check against the registry can refuse a start).
+fn deferrable(dir: &Path) -> Option<Registry> {
+    let lookup = crate::model::lookup::Lookup::open(dir)?;
+    #[cfg(feature = "semantic")]
+    if dir.join(crate::semantic::FILE).exists() {
+        return None;
+    }
+    lookup.head.upstreams.is_empty().then_some(lookup.head)
 }
 
 /// op -> (upstream, the tool's own name), for every op defined in an upstream's snapshot file.
