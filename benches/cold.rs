@@ -3,8 +3,11 @@
 //! without it, interleaved in one run: for help and exec `lookup.json` (a command that needs one
 //! op or page reads only that; without it the whole registry is parsed), for search
 //! `search.json` (without it search builds its index). With the `mcp` feature, `toolreg serve`
-//! from start to its first `tools/list` answer, with `lookup.json` (help pages read when asked)
-//! and without it (help.json parsed at start). Prints the median wall time and peak RSS of each.
+//! from start to its first `tools/list` answer, with `lookup.json` (a deferred start: the list
+//! comes from the registry's head and the surface while a thread loads the registry; help pages
+//! are read when asked) and without it (registry.json and help.json parsed before serving), and
+//! to the answer of its first call (help at the root), which after a deferred start waits for
+//! the registry. Prints the median wall time and peak RSS of each.
 //!
 //! Each command runs in a child of this binary (`--child`), so its peak is its own.
 //! `cargo bench --bench cold`; `-- --quick` runs 1,000 ops, three rounds (CI).
@@ -67,23 +70,39 @@ fn serve_child(args: &[String]) {
     ] {
         writeln!(stdin, "{message}").unwrap();
     }
-    let mut listed = false;
-    for line in BufReader::new(server.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        if line.contains(r#""id":2"#) && line.contains(r#""tools""#) {
-            listed = true;
-            break;
-        }
-    }
-    assert!(listed, "serve answered no tools/list");
-    let answered = start.elapsed().as_secs_f64();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let answer = |lines: &mut dyn Iterator<Item = std::io::Result<String>>, id: &str| {
+        let id = format!(r#""id":{id}"#);
+        lines.map(Result::unwrap).find(|l| l.contains(&id))
+    };
+    let list = answer(&mut lines, "2").expect("serve answered no tools/list");
+    let listed = start.elapsed().as_secs_f64();
+    // Then the first call (help at the root): after a deferred start it waits for the registry.
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let help = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .find(|n| n.ends_with("help"))
+        .expect("a help tool")
+        .to_string();
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": help, "arguments": {"path": "root"}}});
+    writeln!(stdin, "{call}").unwrap();
+    answer(&mut lines, "3").expect("serve answered no tools/call");
+    let called = start.elapsed().as_secs_f64();
     drop(stdin);
     server.wait().unwrap();
-    println!("peak_kib {} answered_secs {answered}", children_peak_kib());
+    println!(
+        "peak_kib {} answered_secs {listed} first_call_secs {called}",
+        children_peak_kib()
+    );
 }
 
-/// One cold command: wall seconds (process start included) and peak MiB.
-fn run(args: &[&str]) -> (f64, f64) {
+/// One cold command: wall seconds (process start included) and peak MiB; for serve, seconds to
+/// its first `tools/list` answer, and to its first call's answer.
+fn run(args: &[&str]) -> (f64, f64, Option<f64>) {
     let start = Instant::now();
     let o = Command::new(std::env::current_exe().unwrap())
         .arg("--child")
@@ -97,7 +116,8 @@ fn run(args: &[&str]) -> (f64, f64) {
     let kib: f64 = words[1].parse().unwrap();
     // serve's own figure is start to answer, not to exit.
     let secs = words.get(3).map_or(secs, |s| s.parse().unwrap());
-    (secs, kib / 1024.0)
+    let first_call = words.get(5).map(|s| s.parse().unwrap());
+    (secs, kib / 1024.0, first_call)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -182,8 +202,9 @@ fn main() {
                 std::fs::rename(kept, index).unwrap();
                 after.push(run(cmd));
             }
-            let ms = |v: &[(f64, f64)]| median(v.iter().map(|r| r.0 * 1e3).collect());
-            let mib = |v: &[(f64, f64)]| median(v.iter().map(|r| r.1).collect());
+            type Run = (f64, f64, Option<f64>);
+            let ms = |v: &[Run]| median(v.iter().map(|r| r.0 * 1e3).collect());
+            let mib = |v: &[Run]| median(v.iter().map(|r| r.1).collect());
             println!(
                 "{n:>7} {name:<8} {:>10.1} ms {:>6.1} MiB {:>10.1} ms {:>6.1} MiB {:>7.1}x",
                 ms(&before),
@@ -192,6 +213,15 @@ fn main() {
                 mib(&after),
                 ms(&before) / ms(&after),
             );
+            let call = |v: &[Run]| median(v.iter().filter_map(|r| r.2).map(|s| s * 1e3).collect());
+            if before.iter().all(|r| r.2.is_some()) {
+                println!(
+                    "{n:>7} {:<8} {:>10.1} ms {:>17.1} ms",
+                    "1st call",
+                    call(&before),
+                    call(&after)
+                );
+            }
         }
     }
 }
