@@ -48,9 +48,6 @@ impl PartialEq for Deferred {
     }
 }
 
-/// The longest page read from a deferred `help.json` (a bound on what a damaged index costs).
-const MAX_PAGE_BYTES: u64 = 16 << 20;
-
 /// The two formats of one path. Shared (`Arc`), so serving an unmodified page copies a pointer,
 /// not the page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,16 +126,16 @@ impl HelpDoc {
     /// [`Lookup::open`]: crate::model::lookup::Lookup::open
     pub fn deferred(
         dir: &std::path::Path,
-        lookup: &crate::model::lookup::Lookup,
+        lookup: crate::model::lookup::Lookup,
     ) -> std::io::Result<Self> {
         let file = std::fs::File::open(dir.join("help.json"))?;
         Ok(HelpDoc {
-            generator: lookup.generator.clone(),
-            registry_version: lookup.registry_version.clone(),
+            generator: lookup.generator,
+            registry_version: lookup.registry_version,
             pages: BTreeMap::new(),
             deferred: Some(Arc::new(Deferred {
                 file: std::sync::Mutex::new(file),
-                at: lookup.pages.clone(),
+                at: lookup.pages,
                 read: Default::default(),
             })),
         })
@@ -171,20 +168,11 @@ impl HelpDoc {
             return Some(p.clone());
         }
         let [s, sl, f, fl] = *d.at.get(path)?;
-        let page = |start: u64, len: u64| -> Option<Arc<Value>> {
-            use std::io::{Read, Seek, SeekFrom};
-            if len > MAX_PAGE_BYTES {
-                return None;
-            }
-            let mut buf = vec![0; usize::try_from(len).ok()?];
-            {
-                let mut file = d.file.lock().ok()?;
-                file.seek(SeekFrom::Start(start)).ok()?;
-                file.read_exact(&mut buf).ok()?;
-            }
-            let page: Value = serde_json::from_slice(&buf).ok()?;
-            let version = page.get("registry_version").and_then(Value::as_str);
-            (version == Some(self.registry_version.as_str())).then(|| Arc::new(page))
+        let page = |start: u64, len: u64| {
+            let mut file = d.file.lock().ok()?;
+            let page =
+                crate::model::lookup::read_page(&mut *file, start, len, &self.registry_version);
+            page.map(Arc::new)
         };
         let pages = HelpPages {
             short: page(s, sl)?,

@@ -72,18 +72,32 @@ impl Lookup {
     pub fn page(&self, dir: &Path, path: &str, full: bool) -> Option<Value> {
         let [s, sl, f, fl] = *self.pages.get(path)?;
         let (start, len) = if full { (f, fl) } else { (s, sl) };
-        let page: Value =
-            serde_json::from_slice(&slice(&dir.join("help.json"), start, len)?).ok()?;
-        let version = page.get("registry_version").and_then(Value::as_str);
-        (version == Some(self.registry_version.as_str())).then_some(page)
+        let mut file = std::fs::File::open(dir.join("help.json")).ok()?;
+        read_page(&mut file, start, len, &self.registry_version)
     }
 }
 
+/// The help page at `start`, `len` bytes long, in `help` (a `help.json`), if it reads back as a
+/// page of `registry_version`.
+pub fn read_page(
+    help: &mut (impl Read + Seek),
+    start: u64,
+    len: u64,
+    registry_version: &str,
+) -> Option<Value> {
+    let page: Value = serde_json::from_slice(&read_slice(help, start, len)?).ok()?;
+    let version = page.get("registry_version").and_then(Value::as_str);
+    (version == Some(registry_version)).then_some(page)
+}
+
 fn slice(file: &Path, start: u64, len: u64) -> Option<Vec<u8>> {
+    read_slice(&mut std::fs::File::open(file).ok()?, start, len)
+}
+
+fn read_slice(f: &mut (impl Read + Seek), start: u64, len: u64) -> Option<Vec<u8>> {
     if len > MAX_SLICE {
         return None;
     }
-    let mut f = std::fs::File::open(file).ok()?;
     f.seek(SeekFrom::Start(start)).ok()?;
     let mut buf = vec![0; usize::try_from(len).ok()?];
     f.read_exact(&mut buf).ok()?;

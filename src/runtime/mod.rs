@@ -101,6 +101,14 @@ pub enum GatewayError {
 /// `lookup.json` (checked against both files) the help pages are read when first asked for,
 /// not parsed at start: `help.json` is the largest file of a build.
 pub fn read_dir(dir: &std::path::Path) -> Result<(Registry, HelpDoc), GatewayError> {
+    read_dir_with(dir, crate::model::lookup::Lookup::open(dir))
+}
+
+/// [`read_dir`] with the folder's `lookup.json` already read (or `None` without one).
+pub fn read_dir_with(
+    dir: &std::path::Path,
+    lookup: Option<crate::model::lookup::Lookup>,
+) -> Result<(Registry, HelpDoc), GatewayError> {
     let read = |name: &str| {
         let path = dir.join(name);
         std::fs::read(&path).map_err(|source| GatewayError::Io {
@@ -109,9 +117,9 @@ pub fn read_dir(dir: &std::path::Path) -> Result<(Registry, HelpDoc), GatewayErr
         })
     };
     let registry = Registry::from_slice(&read("registry.json")?)?;
-    let deferred = crate::model::lookup::Lookup::open(dir)
+    let deferred = lookup
         .filter(|l| l.registry_version == registry.registry_version)
-        .and_then(|l| HelpDoc::deferred(dir, &l).ok());
+        .and_then(|l| HelpDoc::deferred(dir, l).ok());
     let help = match deferred {
         Some(help) => help,
         None => HelpDoc::from_slice(&read("help.json")?).map_err(GatewayError::Help)?,

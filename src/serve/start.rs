@@ -5,6 +5,7 @@
 use super::call::forward;
 use super::surface::{read_surface, surface_file};
 use super::{drift, Inner, Pool, ServeError, ServeOptions, Server, SurfaceChoice, View};
+use crate::model::lookup::Lookup;
 use crate::registry::Registry;
 use crate::runtime::idempotency::IdempotencyStore;
 use crate::runtime::{Gateway, Options, Scope};
@@ -45,8 +46,8 @@ impl Server {
             }
             .into());
         }
-        if let Some(head) = deferrable(dir) {
-            return Self::load_deferred(dir, surface, options, head);
+        if let Some(lookup) = deferrable(dir) {
+            return Self::load_deferred(dir, surface, options, lookup);
         }
         let (reg, help) = crate::runtime::read_dir(dir)?;
         let scope = surface_scope(&reg, surface)?;
@@ -136,8 +137,11 @@ impl Server {
         dir: &Path,
         surface: &SurfaceChoice,
         options: ServeOptions,
-        head: Registry,
+        lookup: Lookup,
     ) -> Result<Server, ServeError> {
+        // The head stands in for the registry until the thread has loaded it; the rest of the
+        // index goes to the thread, which would otherwise read it again.
+        let head = lookup.head.clone();
         let scope = surface_scope(&head, surface)?;
         let surface_path = surface_file(dir, surface)?;
         let surface_name = file_name(&surface_path);
@@ -158,7 +162,7 @@ impl Server {
                 idempotency_store: store.clone(),
                 ..Options::default()
             };
-            let loaded = crate::runtime::read_dir(&folder)
+            let loaded = crate::runtime::read_dir_with(&folder, Some(lookup))
                 .map_err(|e| e.to_string())
                 .and_then(|(reg, help)| {
                     if reg.registry_version != version {
@@ -211,17 +215,17 @@ impl Server {
     }
 }
 
-/// The registry's head (all but its ops and tree, from `lookup.json`) when `dir` can be served
-/// before its registry is loaded ([`Server::load_with`]): the lookup index matches its files, no
+/// The folder's `lookup.json` (its head is the registry but its ops and tree) when `dir` can
+/// be served before its registry is loaded ([`Server::load_with`]): the lookup index matches its files, no
 /// upstream serves its ops (their pins and sessions are set up at start) and no vectors lie
 /// beside it (their check against the registry can refuse a start).
-fn deferrable(dir: &Path) -> Option<Registry> {
-    let lookup = crate::model::lookup::Lookup::open(dir)?;
+fn deferrable(dir: &Path) -> Option<Lookup> {
+    let lookup = Lookup::open(dir)?;
     #[cfg(feature = "semantic")]
     if dir.join(crate::semantic::FILE).exists() {
         return None;
     }
-    lookup.head.upstreams.is_empty().then_some(lookup.head)
+    lookup.head.upstreams.is_empty().then_some(lookup)
 }
 
 /// The scope of the surface served: a profile's ops, or every op.
