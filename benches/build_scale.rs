@@ -11,7 +11,8 @@
 //! emitter alone and all together at 1K/5K/10K/20K tools. `-- --hostile`: a 100,000-property
 //! schema, and a 20,000-tool export minified onto one line against its pretty-printed twin.
 //! `-- --incremental`: the default build of 10,000 tools cold, after one changed tool, and with
-//! nothing changed (wall and CPU seconds).
+//! nothing changed, and the registry alone (wall and CPU seconds, peak RSS; before and after with
+//! `TOOLREG_BENCH_BEFORE`).
 //! `-- --fleet`: the public fleet catalogs of tests/catalogs/fleet per emitter, before and after
 //! (`TOOLREG_BENCH_BEFORE=OLD_TOOLREG`). `-- --write-catalog N DIR` only writes the synthetic catalog of N tools, to profile a build by
 //! hand. `TOOLREG_BENCH_DIR` puts the scratch folders elsewhere (a tmpfs keeps the file system's
@@ -246,55 +247,84 @@ fn children_cpu_secs() -> f64 {
 }
 
 /// `-- --incremental`: the default build (every default emitter) of 10,000 tools into a folder
-/// with no cache, then after one tool's description changed, then with nothing changed; each
-/// three times (median), wall and CPU seconds, files written, and the peak RSS of the whole run.
-/// `--quick`: 1,000 tools, once (what CI runs).
+/// with no cache, then after one tool's description changed, then with nothing changed, and the
+/// registry alone into a fresh folder; each three times (median), wall and CPU seconds, peak RSS
+/// and files written. With `TOOLREG_BENCH_BEFORE=PATH` (a toolreg binary of an earlier commit)
+/// every build runs with both binaries, interleaved, each on its own copy of the catalog and its
+/// own output folder, so before and after come from one run. `--quick`: 1,000 tools, once (what
+/// CI runs).
 fn incremental(quick: bool) {
     let (n, reps) = if quick { (1000, 1) } else { (10_000, 3) };
     let tmp = scratch();
-    let defs = tmp.path().join("defs");
-    write_catalog(&defs, n);
-    let out = tmp.path().join("out");
-    let first_file = defs.join("tools-0000.json");
-    let edit = |k: usize| {
+    let before = std::env::var_os("TOOLREG_BENCH_BEFORE").map(std::path::PathBuf::from);
+    let mut bins: Vec<(&str, Option<&Path>)> = vec![("now", None)];
+    if let Some(b) = &before {
+        bins.insert(0, ("before", Some(b.as_path())));
+    }
+    // Per binary: its catalog, its output folder.
+    let places: Vec<(std::path::PathBuf, std::path::PathBuf)> = bins
+        .iter()
+        .map(|(name, _)| {
+            let defs = tmp.path().join(format!("defs-{name}"));
+            write_catalog(&defs, n);
+            (defs, tmp.path().join(format!("out-{name}")))
+        })
+        .collect();
+    let edit = |defs: &Path, k: usize| {
+        let first_file = defs.join("tools-0000.json");
         let mut v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&first_file).unwrap()).unwrap();
         let tools = v.as_array_mut().expect("a list of tools");
         tools[0]["function"]["description"] = format!("Changed for run {k}.").into();
         std::fs::write(&first_file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
     };
-    let measure = |label: &str, prepare: &dyn Fn(usize)| {
-        let (mut wall, mut cpu, mut written) = (Vec::new(), Vec::new(), 0);
-        for k in 0..reps {
-            prepare(k);
-            let before = children_cpu_secs();
-            let run = run_child(&defs, &out, "all");
-            cpu.push(children_cpu_secs() - before);
-            wall.push(run.secs);
-            written = run.written;
+    type Prepare<'a> = &'a dyn Fn(&Path, &Path, usize);
+    let measure = |label: &str, which: &str, prepare: Prepare| {
+        #[derive(Default, Clone)]
+        struct Row {
+            wall: Vec<f64>,
+            cpu: Vec<f64>,
+            peak_kib: u64,
+            written: usize,
         }
-        println!(
-            "{label:<34} {:>9.3} {:>9.3} {:>9}",
-            median(wall),
-            median(cpu),
-            written
-        );
+        let mut rows = vec![Row::default(); bins.len()];
+        for k in 0..reps {
+            for (b, (_, bin)) in bins.iter().enumerate() {
+                let (defs, out) = &places[b];
+                prepare(defs, out, k);
+                let cpu = children_cpu_secs();
+                let run = run_child_with(defs, out, which, *bin);
+                rows[b].cpu.push(children_cpu_secs() - cpu);
+                rows[b].wall.push(run.secs);
+                rows[b].peak_kib = rows[b].peak_kib.max(run.peak_kib);
+                rows[b].written = run.written;
+            }
+        }
+        for ((name, _), row) in bins.iter().zip(rows) {
+            println!(
+                "{:<34} {name:>7} {:>9.3} {:>9.3} {:>9.0} {:>9}",
+                label,
+                median(row.wall),
+                median(row.cpu),
+                row.peak_kib as f64 / 1024.0,
+                row.written
+            );
+        }
     };
     println!("toolreg build, {n} tools, every default emitter, {reps} run(s) each, median");
     println!(
-        "{:<34} {:>9} {:>9} {:>9}",
-        "build", "wall (s)", "CPU (s)", "written"
+        "{:<34} {:>7} {:>9} {:>9} {:>9} {:>9}",
+        "build", "binary", "wall (s)", "CPU (s)", "peak MB", "written"
     );
-    measure("full (no cache)", &|k| {
-        let _ = std::fs::remove_dir_all(&out);
-        edit(100 + k);
+    measure("full (no cache)", "all", &|defs, out, k| {
+        let _ = std::fs::remove_dir_all(out);
+        edit(defs, 100 + k);
     });
-    measure("one tool changed", &|k| edit(200 + k));
-    measure("nothing changed", &|_| {});
-    println!(
-        "peak RSS of any build: {:.0} MB",
-        children_peak_kib() as f64 / 1024.0
-    );
+    measure("one tool changed", "all", &|defs, _, k| edit(defs, 200 + k));
+    measure("nothing changed", "all", &|_, _, _| {});
+    measure("registry only (no cache)", "registry", &|_, out, _| {
+        let _ = std::fs::remove_dir_all(out);
+    });
 }
 
 /// `-- --emitters`: each emitter alone, then all together (the default build), at 1K/5K/10K/20K

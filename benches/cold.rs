@@ -169,6 +169,7 @@ fn main() {
         let registry = registry.to_str().unwrap();
         let index = out.join("lookup.json");
         let kept = tmp.path().join("lookup.json");
+        #[cfg(feature = "mcp")]
         let out_dir = out.to_str().unwrap();
         #[allow(unused_mut)]
         let mut commands: Vec<(&str, Vec<&str>)> = vec![

@@ -78,8 +78,9 @@ use clap::Parser;
 use std::process::ExitCode;
 
 /// Parses the command line and runs the command; `batch` is called first by every command
-/// that runs once and exits (not by the long-running `serve`).
-pub fn run(batch: impl FnOnce()) -> ExitCode {
+/// that runs once and exits (not by the long-running `serve`), with `true` for the query
+/// commands (`help`, `search`, `exec`), which read little and answer in milliseconds.
+pub fn run(batch: impl FnOnce(bool)) -> ExitCode {
     if let Some(code) = refuse_missing_feature() {
         return code;
     }
@@ -89,7 +90,11 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
     #[cfg(not(feature = "mcp"))]
     let long_running = false;
     if !long_running {
-        batch();
+        let query = matches!(
+            cli.command,
+            Command::Help { .. } | Command::Search { .. } | Command::Exec { .. }
+        );
+        batch(query);
     }
     match cli.command {
         Command::Completions { shell } => {

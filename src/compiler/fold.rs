@@ -173,6 +173,9 @@ fn join_spaced_letters(s: &str) -> String {
 
 /// Digits and symbols read as letters inside words that mix them with letters ("1gn0re").
 fn unleet(s: &str) -> String {
+    if !s.contains(['0', '1', '3', '4', '5', '7', '@', '$']) {
+        return s.to_string();
+    }
     s.split_inclusive(|c: char| c.is_whitespace())
         .map(|w| {
             let letters = w.chars().filter(|c| c.is_alphabetic()).count();
@@ -247,9 +250,14 @@ pub fn variants(text: &str) -> Vec<String> {
             out.push(v);
         }
     };
-    let stripped: String = text.chars().filter(|c| !ignorable(*c)).collect();
-    let decoded = decode_entities(&stripped);
-    let normal: String = decoded.nfkc().map(confusable).collect();
+    // ASCII without entities is already its own normal form (nothing ignorable, NFKC and the
+    // look-alike table map every ASCII character to itself): most catalog text takes this path.
+    let normal: String = if text.is_ascii() && !text.contains('&') {
+        text.to_string()
+    } else {
+        let stripped: String = text.chars().filter(|c| !ignorable(*c)).collect();
+        decode_entities(&stripped).nfkc().map(confusable).collect()
+    };
     let joined = join_spaced_letters(&normal);
     push(unleet(&joined));
     push(joined);

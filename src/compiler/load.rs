@@ -31,8 +31,6 @@ pub struct RawTool {
     pub index: usize,
     /// JSON pointer of the entry, e.g. `/3` or `/tools/3`.
     pub pointer: String,
-    /// Line and column of the entry's opening brace.
-    pub line_col: (usize, usize),
     pub shape: EntryShape,
     pub name: String,
     pub name_pointer: String,
@@ -311,11 +309,9 @@ fn parse_file(loaded: &mut Loaded, idx: usize, diags: &mut Diagnostics) {
             }
         })
         .collect();
-    let refs: Vec<&str> = pointers.iter().map(String::as_str).collect();
-    let positions = file.locate_all(&refs);
+    // Positions are resolved only for what a diagnostic points at, at the end of the compile.
     for (i, (entry, pointer)) in entries.into_iter().zip(pointers).enumerate() {
-        let line_col = positions[i].unwrap_or((1, 1));
-        if let Some(tool) = read_entry(loaded, idx, i, pointer, line_col, entry, diags) {
+        if let Some(tool) = read_entry(loaded, idx, i, pointer, entry, diags) {
             loaded.tools.push(tool);
         }
     }
@@ -361,7 +357,6 @@ fn read_entry(
     file: usize,
     index: usize,
     pointer: String,
-    line_col: (usize, usize),
     entry: Value,
     diags: &mut Diagnostics,
 ) -> Option<RawTool> {
@@ -621,7 +616,6 @@ fn read_entry(
         file,
         index,
         pointer,
-        line_col,
         shape,
         name,
         name_pointer,

@@ -347,6 +347,12 @@ fn findings(
     names: &HashMap<&str, Vec<usize>>,
 ) -> Vec<(&'static Rule, String)> {
     let mut found = Vec::new();
+    // Every character a `chars` rule looks for is outside printable ASCII (the control class
+    // spares newline, tab and carriage return): plain text skips those scans.
+    let plain = text
+        .text
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) || matches!(b, b'\n' | b'\t' | b'\r'));
     // The text as a reader sees it through common evasions (soft hyphens, homoglyphs, entities,
     // spaced letters, leetspeak, base64): computed once, only when some form differs.
     let folded = super::fold::variants(text.text);
@@ -357,6 +363,7 @@ fn findings(
     let mut first = 0;
     for rule in rules() {
         let hit = match &rule.matcher {
+            Matcher::Chars(_) if plain => None,
             Matcher::Chars(class) => hidden_chars(text.text, *class).next().map(|(i, c)| {
                 let n = hidden_chars(text.text, *class).count();
                 format!(

@@ -10,6 +10,7 @@ use crate::compiler::surfaces::{self, ToolDef};
 use crate::help::HelpDoc;
 use crate::registry::Registry;
 use serde_json::{json, Value};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Token counters for the two encodings (bpe-openai loads each vocabulary once per process).
@@ -21,11 +22,50 @@ impl Tokens {
     }
 
     pub fn o200k(&self, text: &str) -> usize {
-        bpe_openai::o200k_base().count(text)
+        thread_local!(static PIECES: RefCell<PieceCounts> = RefCell::default());
+        PIECES.with(|p| p.borrow_mut().count(bpe_openai::o200k_base(), text))
     }
 
     pub fn cl100k(&self, text: &str) -> usize {
-        bpe_openai::cl100k_base().count(text)
+        thread_local!(static PIECES: RefCell<PieceCounts> = RefCell::default());
+        PIECES.with(|p| p.borrow_mut().count(bpe_openai::cl100k_base(), text))
+    }
+}
+
+/// Token counts of pre-tokens (the pieces the encoding's pattern cuts a text into, each encoded
+/// on its own), per thread and encoding. A catalog's pages repeat the same words and JSON keys
+/// thousands of times; a hit costs a hash instead of an encoding. The sum over pieces is what
+/// `Tokenizer::count` computes, so counts are exact.
+#[derive(Default)]
+struct PieceCounts {
+    counts: HashMap<Box<str>, u32>,
+}
+
+impl PieceCounts {
+    /// Pieces longer than this are encoded each time (rarely repeated, and a bound on memory).
+    const MAX_PIECE: usize = 48;
+    /// Entries kept before the cache starts over.
+    const MAX_ENTRIES: usize = 1 << 18;
+
+    fn count(&mut self, tokenizer: &bpe_openai::Tokenizer, text: &str) -> usize {
+        let text = tokenizer.normalize(text);
+        tokenizer
+            .split(text.as_str())
+            .map(|piece| {
+                if piece.len() > Self::MAX_PIECE {
+                    return tokenizer.bpe.count(piece.as_bytes());
+                }
+                if let Some(&n) = self.counts.get(piece) {
+                    return n as usize;
+                }
+                let n = tokenizer.bpe.count(piece.as_bytes());
+                if self.counts.len() >= Self::MAX_ENTRIES {
+                    self.counts.clear();
+                }
+                self.counts.insert(piece.into(), n as u32);
+                n
+            })
+            .sum()
     }
 }
 

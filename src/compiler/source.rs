@@ -20,12 +20,7 @@ const CHECKPOINT: usize = 4096;
 impl LineIndex {
     pub fn new(text: &str) -> Self {
         let mut starts = vec![0];
-        starts.extend(
-            text.bytes()
-                .enumerate()
-                .filter(|(_, b)| *b == b'\n')
-                .map(|(i, _)| i + 1),
-        );
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         let mut checkpoints = vec![(0, 0)];
         let (mut at, mut chars) = (0, 0);
         while at + CHECKPOINT < text.len() {
@@ -167,22 +162,25 @@ pub struct SourceFile {
     /// As the user would type it (the definitions folder as given, joined with `rel`).
     pub display: String,
     pub text: String,
-    pub lines: LineIndex,
+    /// Built on the first position asked for: a build with nothing to report in a file never
+    /// needs one.
+    lines: std::sync::OnceLock<LineIndex>,
 }
 
 impl SourceFile {
     pub fn new(rel: String, display: String, text: String) -> Self {
-        let lines = LineIndex::new(&text);
         SourceFile {
             rel,
             display,
             text,
-            lines,
+            lines: std::sync::OnceLock::new(),
         }
     }
 
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        self.lines.line_col(&self.text, offset)
+        self.lines
+            .get_or_init(|| LineIndex::new(&self.text))
+            .line_col(&self.text, offset)
     }
 
     /// Resolves several pointers with one parse.

@@ -26,6 +26,9 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod shared;
+use shared::{mask_for, type_shared, OpTypes};
+
 pub const FILE: &str = "rust/registry.rs";
 
 /// Rust identifier stem of an op: `onto.task.update` -> `OntoTaskUpdate`.
@@ -162,15 +165,8 @@ fn add(space: &mut typify::TypeSpace, schema: &Value) -> Result<String, String> 
 pub struct Generated {
     pub code: String,
     pub fallbacks: BTreeMap<String, String>,
-}
-
-/// One op's share of the output: its types (formatted) and the `defaults` functions they call.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct OpTypes {
-    root: String,
-    items: String,
-    /// `defaults` module functions by name, as source text (merged and formatted once at the end).
-    defaults: Vec<(String, String)>,
+    /// Ops whose types were another op's with the stem swapped (see `type_shared`).
+    pub shared: usize,
 }
 
 /// The largest schema (counted in JSON objects) that gets typed arguments. The Rust for a schema
@@ -205,12 +201,6 @@ struct ImplMemo {
     formatted: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<str>>>,
     /// Items served from the memo (the test checks the memo was exercised).
     hits: std::sync::atomic::AtomicUsize,
-}
-
-/// The mask for a stem: NUL bytes, which never occur in token text or formatted Rust (literals
-/// print escaped), so unmasking cannot touch anything else.
-fn mask_for(stem: &str) -> String {
-    "\0".repeat(stem.len())
 }
 
 impl ImplMemo {
@@ -379,7 +369,7 @@ pub fn generate(reg: &Registry) -> Generated {
 
 /// `generate`, taking each op's types from `memo` when an earlier build typed the same schema.
 pub fn generate_memo(reg: &Registry, memo: Option<&Memo>) -> Generated {
-    generate_with(reg, Some(&ImplMemo::default()), memo)
+    generate_with(reg, Some(&ImplMemo::default()), memo, true)
 }
 
 /// The memo step of one op's types, whose input is the stem and the schema typify sees.
@@ -403,20 +393,32 @@ fn memo_op_types(
 }
 
 /// `generate`, with or without the impl memo (the test compares both) and the build memo.
-fn generate_with(reg: &Registry, impls: Option<&ImplMemo>, memo: Option<&Memo>) -> Generated {
+fn generate_with(
+    reg: &Registry,
+    impls: Option<&ImplMemo>,
+    memo: Option<&Memo>,
+    share: bool,
+) -> Generated {
     let ops: Vec<&OpRecord> = reg.ops.values().collect();
     let stems = stems(&ops);
     // Silence typify's panic messages while probing; restore the hook afterwards.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let indices: Vec<usize> = (0..ops.len()).collect();
-    let typed = crate::compiler::parallel::map_in_order(&indices, |&i| {
-        let schema = prepare(ops[i], &stems[i]);
-        match memo {
-            Some(memo) => memo_op_types(&schema, &stems[i], impls, memo),
-            None => op_types(&schema, &stems[i], impls),
-        }
-    });
+    let schemas: Vec<Value> = ops
+        .iter()
+        .zip(&stems)
+        .map(|(r, stem)| prepare(r, stem))
+        .collect();
+    let type_op = |&i: &usize| match memo {
+        Some(memo) => memo_op_types(&schemas[i], &stems[i], impls, memo),
+        None => op_types(&schemas[i], &stems[i], impls),
+    };
+    let (typed, shared) = if share {
+        type_shared(&schemas, &stems, type_op)
+    } else {
+        let all: Vec<usize> = (0..ops.len()).collect();
+        (crate::compiler::parallel::map_in_order(&all, type_op), 0)
+    };
     std::panic::set_hook(hook);
     let mut fallbacks = BTreeMap::new();
     let mut names = BTreeMap::new();
@@ -440,6 +442,7 @@ fn generate_with(reg: &Registry, impls: Option<&ImplMemo>, memo: Option<&Memo>) 
     Generated {
         code: assemble(reg, &ops, &stems, &names, &types),
         fallbacks,
+        shared,
     }
 }
 
@@ -620,8 +623,8 @@ mod tests {
         ] {
             let reg = compile(dir);
             let memo = ImplMemo::default();
-            let with = generate_with(&reg, Some(&memo), None);
-            let fresh = generate_with(&reg, None, None);
+            let with = generate_with(&reg, Some(&memo), None, false);
+            let fresh = generate_with(&reg, None, None, false);
             assert_eq!(with.fallbacks, fresh.fallbacks, "{dir}");
             assert!(
                 with.code == fresh.code,
@@ -630,6 +633,18 @@ mod tests {
             hits += memo.hits.load(std::sync::atomic::Ordering::Relaxed);
         }
         assert!(hits > 20, "the memo served {hits} impls");
+    }
+
+    /// Sharing typify's work between ops of one schema changes nothing: a real fleet (70 MCP
+    /// servers, whose schemas repeat) gives the same file typed op by op, and sharing was used.
+    #[test]
+    fn shared_types_match_types_made_one_by_one() {
+        let reg = compile("tests/catalogs/fleet/livemcp");
+        let shared = generate_with(&reg, Some(&ImplMemo::default()), None, true);
+        let alone = generate_with(&reg, Some(&ImplMemo::default()), None, false);
+        assert_eq!(shared.fallbacks, alone.fallbacks);
+        assert!(shared.code == alone.code, "sharing changed the output");
+        assert!(shared.shared > 0, "no op shared its types");
     }
 
     #[test]

@@ -42,8 +42,10 @@ pub fn pin(body: &Map<String, Value>) -> ToolPin {
         else {
             continue;
         };
-        let canonical = crate::canonical::sort_keys(v).to_string();
-        let hash = blake3::hash(canonical.as_bytes()).to_hex();
+        let mut hasher = blake3::Hasher::new();
+        serde_json::to_writer(&mut hasher, &crate::model::canonical::Sorted::all(v))
+            .expect("hashing cannot fail");
+        let hash = hasher.finalize().to_hex();
         // The whole digest covers every part's full digest, named.
         whole.update(part.as_bytes());
         whole.update(b"\0");
