@@ -32,41 +32,100 @@ impl Tokens {
     }
 }
 
-/// Token counts of pre-tokens (the pieces the encoding's pattern cuts a text into, each encoded
-/// on its own), per thread and encoding. A catalog's pages repeat the same words and JSON keys
-/// thousands of times; a hit costs a hash instead of an encoding. The sum over pieces is what
-/// `Tokenizer::count` computes, so counts are exact.
+/// Token counts remembered per thread and encoding, at two grains. A text is cut where both
+/// encodings' pre-tokenizers must cut too (see [`split_at_stamps`]: before an ASCII letter
+/// after two ASCII punctuation bytes, which in compact JSON is before nearly every key and
+/// string value), so its count is the sum of its parts'; a part seen before (a key, an
+/// argument's description repeated by every op that shares the argument) costs a hash. A new
+/// part is cut into pre-tokens, each encoded on its own, and those are remembered too. Counts
+/// stay exact: `tests/token_counts.rs` compares every report text of the repo's catalogs with
+/// tiktoken.
 #[derive(Default)]
 struct PieceCounts {
-    counts: HashMap<Box<str>, u32>,
+    parts: HashMap<Box<str>, u32>,
+    pieces: HashMap<Box<str>, u32>,
+    /// Bytes of the remembered parts' keys.
+    part_bytes: usize,
 }
 
 impl PieceCounts {
-    /// Pieces longer than this are encoded each time (rarely repeated, and a bound on memory).
+    /// Parts and pieces longer than these are counted each time (a bound on memory).
+    const MAX_PART: usize = 16 << 10;
     const MAX_PIECE: usize = 48;
-    /// Entries kept before the cache starts over.
-    const MAX_ENTRIES: usize = 1 << 18;
+    /// What is kept before a table starts over.
+    const MAX_PART_BYTES: usize = 32 << 20;
+    const MAX_PIECES: usize = 1 << 18;
 
     fn count(&mut self, tokenizer: &bpe_openai::Tokenizer, text: &str) -> usize {
-        let text = tokenizer.normalize(text);
-        tokenizer
-            .split(text.as_str())
-            .map(|piece| {
-                if piece.len() > Self::MAX_PIECE {
-                    return tokenizer.bpe.count(piece.as_bytes());
+        parts(text)
+            .map(|part| {
+                if part.len() > Self::MAX_PART {
+                    return self.count_part(tokenizer, part);
                 }
-                if let Some(&n) = self.counts.get(piece) {
+                if let Some(&n) = self.parts.get(part) {
                     return n as usize;
                 }
-                let n = tokenizer.bpe.count(piece.as_bytes());
-                if self.counts.len() >= Self::MAX_ENTRIES {
-                    self.counts.clear();
+                let n = self.count_part(tokenizer, part);
+                if self.part_bytes + part.len() > Self::MAX_PART_BYTES {
+                    self.parts.clear();
+                    self.part_bytes = 0;
                 }
-                self.counts.insert(piece.into(), n as u32);
+                self.part_bytes += part.len();
+                self.parts.insert(part.into(), n as u32);
                 n
             })
             .sum()
     }
+
+    fn count_part(&mut self, tokenizer: &bpe_openai::Tokenizer, part: &str) -> usize {
+        let part = tokenizer.normalize(part);
+        tokenizer
+            .split(part.as_str())
+            .map(|piece| {
+                if piece.len() > Self::MAX_PIECE {
+                    return tokenizer.bpe.count(piece.as_bytes());
+                }
+                if let Some(&n) = self.pieces.get(piece) {
+                    return n as usize;
+                }
+                let n = tokenizer.bpe.count(piece.as_bytes());
+                if self.pieces.len() >= Self::MAX_PIECES {
+                    self.pieces.clear();
+                }
+                self.pieces.insert(piece.into(), n as u32);
+                n
+            })
+            .sum()
+    }
+}
+
+/// `text` cut before every ASCII letter whose two preceding bytes are ASCII punctuation (the
+/// cut [`split_at_stamps`] relies on).
+fn parts(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut at = 2;
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        while at < bytes.len() {
+            let cut = at;
+            at += 1;
+            if bytes[cut].is_ascii_alphabetic()
+                && bytes[cut - 1].is_ascii_punctuation()
+                && bytes[cut - 2].is_ascii_punctuation()
+                && cut > start
+            {
+                let part = &text[start..cut];
+                start = cut;
+                return Some(part);
+            }
+        }
+        let part = &text[start..];
+        start = bytes.len();
+        Some(part)
+    })
 }
 
 /// Size of one text.
@@ -551,4 +610,31 @@ fn stat_row(label: &str, s: &Value) -> String {
         n("p90"),
         n("max")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parts put back together are the text; cuts fall only before a letter after two
+    /// punctuation bytes.
+    #[test]
+    fn parts_cut_before_letters_after_punctuation() {
+        let text = r#"{"name":"x","a b":[1,"ok"],"é":"Zz"}"#;
+        let got: Vec<&str> = parts(text).collect();
+        assert_eq!(got.concat(), text);
+        assert_eq!(
+            got,
+            [
+                r#"{""#,
+                r#"name":""#,
+                r#"x",""#,
+                r#"a b":[1,""#,
+                r#"ok"],"é":""#,
+                r#"Zz"}"#
+            ]
+        );
+        assert_eq!(parts("").count(), 0);
+        assert_eq!(parts("a").collect::<Vec<_>>(), ["a"]);
+    }
 }
