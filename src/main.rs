@@ -11,27 +11,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// For a command that runs once and exits: freed memory is kept for reuse instead of being
 /// returned to the OS after 10 ms and faulted back in (on a 10,000-tool build that churn was a
 /// tenth of the time, all of it in the kernel). The long-running `serve` keeps the default.
-///
-/// A `query` (help, search, exec) also opts out of transparent huge pages: where the kernel
-/// gives them to every anonymous mapping (`enabled = always`), each first touch of mimalloc's
-/// arenas zeroed a whole 2 MB page, and a cold search of a 10,000-op registry spent more time
-/// zeroing than answering (75 MB resident; 59 MB with 4 KB pages). Builds gain nothing either
-/// way, so they keep the system's choice.
-fn batch_allocator(query: bool) {
+fn batch_allocator() {
     // `mi_option_purge_delay` in mimalloc's `mi_option_e`; mimalloc keeps option numbers stable
     // (retired ones stay as `deprecated_` placeholders). -1: never purge.
     const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
     // SAFETY: sets a process-wide option; called once, before the work starts.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
-    #[cfg(target_os = "linux")]
-    if query {
-        // SAFETY: PR_SET_THP_DISABLE takes plain integers and only sets a flag of this process
-        // (checked at each page fault, so it covers mappings made before it too). A kernel
-        // without it refuses with EINVAL, which changes nothing.
-        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = query;
 }
 
 fn main() -> ExitCode {

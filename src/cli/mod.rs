@@ -78,9 +78,8 @@ use clap::Parser;
 use std::process::ExitCode;
 
 /// Parses the command line and runs the command; `batch` is called first by every command
-/// that runs once and exits (not by the long-running `serve`), with `true` for the query
-/// commands (`help`, `search`, `exec`), which read little and answer in milliseconds.
-pub fn run(batch: impl FnOnce(bool)) -> ExitCode {
+/// that runs once and exits (not by the long-running `serve`).
+pub fn run(batch: impl FnOnce()) -> ExitCode {
     if let Some(code) = refuse_missing_feature() {
         return code;
     }
@@ -90,11 +89,7 @@ pub fn run(batch: impl FnOnce(bool)) -> ExitCode {
     #[cfg(not(feature = "mcp"))]
     let long_running = false;
     if !long_running {
-        let query = matches!(
-            cli.command,
-            Command::Help { .. } | Command::Search { .. } | Command::Exec { .. }
-        );
-        batch(query);
+        batch();
     }
     match cli.command {
         Command::Completions { shell } => {
