@@ -512,6 +512,11 @@ pub fn check(tools: &[Tool], loaded: &Loaded, lo: &LoadedOverlay, diags: &mut Di
         .map(|(k, o)| (k.get_ref().as_str(), &o.lint))
         .collect();
     let no_names = HashMap::new();
+    // What the rules find in a text depends only on the text, except for a description (the
+    // anomaly rule compares it with its file's) and third-party text (the shadowing rule knows
+    // its file): every other text is checked once, however many tools repeat it (argument
+    // descriptions, enum values).
+    let mut seen: HashMap<&str, Vec<(&'static Rule, String)>> = HashMap::new();
     for t in tools {
         let op = t.class.as_ref().map(|c| c.op.as_str());
         let tuned = op.and_then(|op| tuning.get(op));
@@ -520,7 +525,14 @@ pub fn check(tools: &[Tool], loaded: &Loaded, lo: &LoadedOverlay, diags: &mut Di
         // may well tell the model how its tools fit together.
         let names = if t.third_party { &names } else { &no_names };
         for text in texts(&t.raw) {
-            for (rule, evidence) in findings(&text, t.raw.file, median, names) {
+            let found = if text.is_description || t.third_party {
+                findings(&text, t.raw.file, median, names)
+            } else {
+                seen.entry(text.text)
+                    .or_insert_with(|| findings(&text, t.raw.file, median, names))
+                    .clone()
+            };
+            for (rule, evidence) in found {
                 let level = tuned.and_then(|m| m.get(&rule.id)).map(|l| l.level);
                 let severity = match (rule.error, level) {
                     (true, _) | (false, Some(LintLevel::Error)) => Severity::Error,
