@@ -167,6 +167,8 @@ pub struct Generated {
     pub fallbacks: BTreeMap<String, String>,
     /// Ops whose types were another op's with the stem swapped (see `type_shared`).
     pub shared: usize,
+    /// Ops formatted from another op's typify output with the stem swapped.
+    pub from_tokens: usize,
 }
 
 /// The largest schema (counted in JSON objects) that gets typed arguments. The Rust for a schema
@@ -282,6 +284,13 @@ fn split_items(tokens: proc_macro2::TokenStream) -> Vec<(ItemKind, proc_macro2::
 /// type; a type space per op keeps memory bounded by the largest op, not the catalog, and lets
 /// the ops run in parallel.
 fn op_types(schema: &Value, stem: &str, memo: Option<&ImplMemo>) -> Result<OpTypes, String> {
+    let (root, tokens) = typify_op(schema)?;
+    format_op(root, &tokens, stem, memo)
+}
+
+/// typify's output for one schema: the root type's name and the items as token text (what
+/// [`format_op`] reads; ops of one schema share it, see `shared.rs`).
+fn typify_op(schema: &Value) -> Result<(String, String), String> {
     let nodes = object_count(schema);
     if nodes > TYPED_SCHEMA_MAX_OBJECTS {
         return Err(format!(
@@ -291,8 +300,19 @@ fn op_types(schema: &Value, stem: &str, memo: Option<&ImplMemo>) -> Result<OpTyp
     }
     let mut space = typify::TypeSpace::new(&settings());
     let root = add(&mut space, schema)?;
-    let tokens = space.to_stream();
-    drop(space);
+    Ok((root, space.to_stream().to_string()))
+}
+
+/// One op's types formatted from typify's token text.
+fn format_op(
+    root: String,
+    tokens: &str,
+    stem: &str,
+    memo: Option<&ImplMemo>,
+) -> Result<OpTypes, String> {
+    let tokens: proc_macro2::TokenStream = tokens
+        .parse()
+        .map_err(|e| format!("typify output did not parse: {e}"))?;
     let unparsable = || "typify output did not parse".to_string();
     let mut items = String::new();
     let mut defaults = Vec::new();
@@ -375,21 +395,48 @@ pub fn generate_memo(reg: &Registry, memo: Option<&Memo>) -> Generated {
 /// The memo step of one op's types, whose input is the stem and the schema typify sees.
 const MEMO_STEP: &str = "rust.op_types";
 
-/// One op's types through the build memo: the outcome is stored as JSON.
-fn memo_op_types(
-    schema: &Value,
-    stem: &str,
-    impls: Option<&ImplMemo>,
-    memo: &Memo,
-) -> Result<OpTypes, String> {
+/// The memo's input for one op's types: the stem and the schema typify sees.
+fn memo_input(schema: &Value, stem: &str) -> Vec<u8> {
     let mut input = stem.as_bytes().to_vec();
     input.push(0);
     serde_json::to_writer(&mut input, schema).expect("a Value serializes");
-    let text = memo.get_or_compute(MEMO_STEP, &input, || {
-        serde_json::to_string(&op_types(schema, stem, impls)).expect("OpTypes serialize")
-    });
-    // An entry that passed its check but does not read is recomputed, never trusted.
-    serde_json::from_str(&text).unwrap_or_else(|_| op_types(schema, stem, impls))
+    input
+}
+
+/// How `generate_with` types its ops: through the build memo when there is one (the outcome is
+/// stored as JSON; an entry that passed its check but does not read is recomputed, never
+/// trusted).
+struct Typer<'a> {
+    schemas: &'a [Value],
+    stems: &'a [String],
+    impls: Option<&'a ImplMemo>,
+    memo: Option<&'a Memo>,
+}
+
+impl shared::TypeOps for Typer<'_> {
+    fn cached(&self, op: usize) -> bool {
+        self.memo
+            .is_some_and(|m| m.has(MEMO_STEP, &memo_input(&self.schemas[op], &self.stems[op])))
+    }
+
+    fn typify(&self, op: usize) -> Result<(String, String), String> {
+        typify_op(&self.schemas[op])
+    }
+
+    fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String> {
+        let (schema, stem) = (&self.schemas[op], self.stems[op].as_str());
+        let compute = || match &tokens {
+            Some((root, text)) => format_op(root.clone(), text, stem, self.impls),
+            None => op_types(schema, stem, self.impls),
+        };
+        let Some(memo) = self.memo else {
+            return compute();
+        };
+        let text = memo.get_or_compute(MEMO_STEP, &memo_input(schema, stem), || {
+            serde_json::to_string(&compute()).expect("OpTypes serialize")
+        });
+        serde_json::from_str(&text).unwrap_or_else(|_| compute())
+    }
 }
 
 /// `generate`, with or without the impl memo (the test compares both) and the build memo.
@@ -409,15 +456,20 @@ fn generate_with(
         .zip(&stems)
         .map(|(r, stem)| prepare(r, stem))
         .collect();
-    let type_op = |&i: &usize| match memo {
-        Some(memo) => memo_op_types(&schemas[i], &stems[i], impls, memo),
-        None => op_types(&schemas[i], &stems[i], impls),
+    let typer = Typer {
+        schemas: &schemas,
+        stems: &stems,
+        impls,
+        memo,
     };
-    let (typed, shared) = if share {
-        type_shared(&schemas, &stems, type_op)
+    let (typed, sharing) = if share {
+        type_shared(&schemas, &stems, &typer)
     } else {
         let all: Vec<usize> = (0..ops.len()).collect();
-        (crate::compiler::parallel::map_in_order(&all, type_op), 0)
+        let typed = crate::compiler::parallel::map_in_order(&all, |&i| {
+            shared::TypeOps::types(&typer, i, None)
+        });
+        (typed, shared::Sharing::default())
     };
     std::panic::set_hook(hook);
     let mut fallbacks = BTreeMap::new();
@@ -442,7 +494,8 @@ fn generate_with(
     Generated {
         code: assemble(reg, &ops, &stems, &names, &types),
         fallbacks,
-        shared,
+        shared: sharing.swapped,
+        from_tokens: sharing.from_tokens,
     }
 }
 
@@ -644,7 +697,8 @@ mod tests {
         let alone = generate_with(&reg, Some(&ImplMemo::default()), None, false);
         assert_eq!(shared.fallbacks, alone.fallbacks);
         assert!(shared.code == alone.code, "sharing changed the output");
-        assert!(shared.shared > 0, "no op shared its types");
+        assert!(shared.shared > 0, "no op shared its formatted types");
+        assert!(shared.from_tokens > 0, "no op shared typify's output");
     }
 
     #[test]

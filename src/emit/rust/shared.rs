@@ -2,6 +2,7 @@
 //! [`type_shared`]).
 
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// One op's share of the output: its types (formatted) and the `defaults` functions they call.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -31,10 +32,12 @@ pub(super) fn mask_for(stem: &str) -> String {
 pub(super) fn type_shared(
     schemas: &[Value],
     stems: &[String],
-    type_op: impl Fn(&usize) -> Result<OpTypes, String> + Sync,
-) -> (Vec<Result<OpTypes, String>>, usize) {
+    ops: &impl TypeOps,
+) -> (Vec<Result<OpTypes, String>>, Sharing) {
     use heck::ToSnakeCase;
     let n = schemas.len();
+    let mut sharing = Sharing::default();
+    let mut verdicts = HashMap::new();
     // The ops of each key, in op order. A stem that starts with an upper-case letter and is all
     // letters and digits never overlaps its snake_case form, so one pass swaps both.
     let mut key_slot: std::collections::HashMap<String, usize> = Default::default();
@@ -97,15 +100,18 @@ pub(super) fn type_shared(
         })
         .collect();
     let mut out: Vec<Option<Result<OpTypes, String>>> = vec![None; n];
-    for (i, t) in first
-        .iter()
-        .zip(crate::compiler::parallel::map_in_order(&first, &type_op))
-    {
+    for (i, t) in first.iter().zip(type_many(
+        &first,
+        schemas,
+        stems,
+        ops,
+        &mut verdicts,
+        &mut sharing,
+    )) {
         out[*i] = Some(t);
     }
     // Round two: the rest of each key, swapped when its pair proved the swap, else typed.
     let mut rest = Vec::new();
-    let mut shared = 0;
     for (m, &(a, b)) in members.iter().zip(&ends).filter(|(m, _)| m.len() > 2) {
         let proved = out[a]
             .as_ref()
@@ -115,23 +121,206 @@ pub(super) fn type_shared(
             if proved {
                 let t = swap(out[a].as_ref().expect("typed in round one"), a, i);
                 out[i] = Some(t);
-                shared += 1;
+                sharing.swapped += 1;
             } else {
                 rest.push(i);
             }
         }
     }
-    for (i, t) in rest
-        .iter()
-        .zip(crate::compiler::parallel::map_in_order(&rest, &type_op))
-    {
+    rest.sort_unstable();
+    for (i, t) in rest.iter().zip(type_many(
+        &rest,
+        schemas,
+        stems,
+        ops,
+        &mut verdicts,
+        &mut sharing,
+    )) {
         out[*i] = Some(t);
     }
     let out = out
         .into_iter()
         .map(|t| t.expect("every op is typed or swapped"))
         .collect();
-    (out, shared)
+    (out, sharing)
+}
+
+/// How the emitter gets one op's types: from the build memo, typed, or formatted from token
+/// text (its own typify output, or another op's with the stem swapped).
+pub(super) trait TypeOps: Sync {
+    /// Whether the build memo already holds the op's types (then nothing is typed for it).
+    fn cached(&self, op: usize) -> bool;
+    /// typify's output for the op: root type name and token text.
+    fn typify(&self, op: usize) -> Result<(String, String), String>;
+    /// The op's types: formatted from `tokens` when given, else typed from its schema.
+    fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String>;
+}
+
+/// What sharing saved, for the test and the curious.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Sharing {
+    /// Ops whose formatted types were another op's, swapped.
+    pub swapped: usize,
+    /// Ops formatted from another op's typify output, swapped (typify not run for them).
+    pub from_tokens: usize,
+}
+
+/// Whether one schema's typify output carries over to every stem of its relaxed key.
+enum Verdict {
+    /// Proved on the key's first two ops: the first's root and token text.
+    Proved {
+        from: usize,
+        root: String,
+        text: String,
+    },
+    Refused,
+}
+
+/// The key under which ops share typify's output (not its formatting): the schema with the stem
+/// masked by one placeholder whatever its length, and the stem's shape with runs of lower-case
+/// letters and of digits each counted once (words split the same way for every stem of a key).
+fn relaxed_key(schema: &Value, stem: &str) -> Option<String> {
+    if !stem.starts_with(|c: char| c.is_ascii_uppercase())
+        || !stem.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
+        return None;
+    }
+    let mut key = serde_json::to_string(schema)
+        .expect("a Value serializes")
+        .replace(stem, "\0");
+    key.push('\0');
+    let mut last = ' ';
+    for c in stem.chars() {
+        let class = match c {
+            'A'..='Z' => 'U',
+            'a'..='z' => 'l',
+            _ => 'd',
+        };
+        if class == 'U' || class != last {
+            key.push(class);
+        }
+        last = class;
+    }
+    Some(key)
+}
+
+/// The names of the types typify defines at the top level (`pub struct`, `pub enum`, `pub type`),
+/// or `None` when the text does not read as tokens.
+fn type_names(text: &str) -> Option<Vec<String>> {
+    use proc_macro2::TokenTree;
+    let tokens: proc_macro2::TokenStream = text.parse().ok()?;
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let word = |t: &TokenTree| match t {
+        TokenTree::Ident(i) => Some(i.to_string()),
+        _ => None,
+    };
+    Some(
+        trees
+            .windows(3)
+            .filter(|w| {
+                word(&w[0]).as_deref() == Some("pub")
+                    && matches!(word(&w[1]).as_deref(), Some("struct" | "enum" | "type"))
+            })
+            .filter_map(|w| word(&w[2]))
+            .collect(),
+    )
+}
+
+/// Types `list` (ops in op order). Ops the memo holds are served from it. Among the others, the
+/// first two of each relaxed key with three or more are typed, and when every type the first
+/// defines starts with its stem (so typify's order by name is the same for every stem) and the
+/// second's output is the first's with the stem and its snake_case form swapped, the rest of the
+/// key are formatted from the first's output, swapped, without running typify; else typed alone.
+/// Verdicts carry over between calls.
+fn type_many(
+    list: &[usize],
+    schemas: &[Value],
+    stems: &[String],
+    ops: &impl TypeOps,
+    verdicts: &mut HashMap<String, Verdict>,
+    sharing: &mut Sharing,
+) -> Vec<Result<OpTypes, String>> {
+    use heck::ToSnakeCase;
+    let keys: Vec<Option<String>> = list
+        .iter()
+        .map(|&i| {
+            if ops.cached(i) {
+                None
+            } else {
+                relaxed_key(&schemas[i], &stems[i])
+            }
+        })
+        .collect();
+    let mut members: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for (&i, key) in list.iter().zip(&keys) {
+        if let Some(key) = key {
+            let m = members.entry(key.as_str()).or_insert_with(|| {
+                order.push(key.as_str());
+                Vec::new()
+            });
+            m.push(i);
+        }
+    }
+    let swap = |root: &str, text: &str, from: usize, to: usize| {
+        let (a, b) = (stems[from].as_str(), stems[to].as_str());
+        let (sa, sb) = (a.to_snake_case(), b.to_snake_case());
+        let pairs = [(a, b), (sa.as_str(), sb.as_str())];
+        (swap_both(root, pairs), swap_both(text, pairs))
+    };
+    // The pairs to prove: keys without a verdict and with three or more ops to type.
+    let pairs: Vec<(&str, usize, usize)> = order
+        .iter()
+        .filter(|k| !verdicts.contains_key(**k) && members[**k].len() >= 3)
+        .map(|k| (*k, members[*k][0], members[*k][1]))
+        .collect();
+    let proving: Vec<usize> = pairs.iter().flat_map(|&(_, a, b)| [a, b]).collect();
+    let typified = crate::compiler::parallel::map_in_order(&proving, |&i| ops.typify(i));
+    let mut own: HashMap<usize, (String, String)> = HashMap::new();
+    for (k, &(key, a, b)) in pairs.iter().enumerate() {
+        let (ta, tb) = (&typified[2 * k], &typified[2 * k + 1]);
+        let verdict = match (ta, tb) {
+            (Ok((root_a, text_a)), Ok((root_b, text_b)))
+                if root_a.starts_with(stems[a].as_str())
+                    && type_names(text_a).is_some_and(|names| {
+                        names.iter().all(|n| n.starts_with(stems[a].as_str()))
+                    })
+                    && swap(root_a, text_a, a, b) == (root_b.clone(), text_b.clone()) =>
+            {
+                Verdict::Proved {
+                    from: a,
+                    root: root_a.clone(),
+                    text: text_a.clone(),
+                }
+            }
+            _ => Verdict::Refused,
+        };
+        verdicts.insert(key.to_string(), verdict);
+        for (i, t) in [(a, ta), (b, tb)] {
+            if let Ok(t) = t {
+                own.insert(i, t.clone());
+            }
+        }
+    }
+    let verdicts = &*verdicts;
+    let sources: Vec<Option<(String, String)>> = list
+        .iter()
+        .zip(&keys)
+        .map(|(&i, key)| {
+            if let Some(t) = own.remove(&i) {
+                return Some(t);
+            }
+            match key.as_ref().and_then(|k| verdicts.get(k)) {
+                Some(Verdict::Proved { from, root, text }) => {
+                    sharing.from_tokens += 1;
+                    Some(swap(root, text, *from, i))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    let jobs: Vec<(usize, Option<(String, String)>)> = list.iter().copied().zip(sources).collect();
+    crate::compiler::parallel::map_in_order(&jobs, |(i, tokens)| ops.types(*i, tokens.clone()))
 }
 
 /// `text` with every occurrence of either pattern replaced, in one pass (the patterns never
@@ -187,18 +376,29 @@ mod tests {
     /// stem, a `$ref`. Every op's types equal the ones typed alone.
     #[test]
     fn shared_types_survive_stem_lookalikes() {
-        let stems: Vec<String> = ["AbcGet", "XyzGet", "QrsGet", "MnoGet"]
-            .map(String::from)
-            .to_vec();
+        // One length (formatted output swapped), then four lengths of one shape (typify's
+        // output swapped, each op formatted on its own).
+        let stem_sets: [Vec<String>; 2] = [
+            ["AbcGet", "XyzGet", "QrsGet", "MnoGet"]
+                .map(String::from)
+                .to_vec(),
+            ["AbGet", "XyzwGet", "QrsGet", "MnopqGet"]
+                .map(String::from)
+                .to_vec(),
+        ];
         let orders: [&[usize]; 2] = [&[0, 1, 2, 3], &[1, 2, 0, 3]];
-        let mut swapped = 0;
-        for props in [
-            serde_json::json!({"abc_get": {"type": "string"}}),
-            serde_json::json!({"mno_get": {"type": "string"}}),
-            serde_json::json!({"limit": {"type": "integer", "default": 20}}),
-            serde_json::json!({"mode": {"title": "Mode", "type": "string", "enum": ["a", "b"]}}),
-            serde_json::json!({"owner": {"$ref": "#/definitions/Owner"}}),
-        ] {
+        let (mut swapped, mut from_tokens) = (0, 0);
+        for (stems, props) in stem_sets.iter().flat_map(|stems| {
+            [
+                serde_json::json!({"abc_get": {"type": "string"}}),
+                serde_json::json!({"mno_get": {"type": "string"}}),
+                serde_json::json!({"mnopq_get": {"type": "string"}}),
+                serde_json::json!({"limit": {"type": "integer", "default": 20}}),
+                serde_json::json!({"mode": {"title": "Mode", "type": "string", "enum": ["a", "b"]}}),
+                serde_json::json!({"owner": {"$ref": "#/definitions/Owner"}}),
+            ]
+            .map(|p| (stems, p))
+        }) {
             for order in orders {
                 let picked: Vec<String> = order.iter().map(|&k| stems[k].clone()).collect();
                 let schemas: Vec<Value> = picked
@@ -213,10 +413,15 @@ mod tests {
                         })
                     })
                     .collect();
-                let (got, n) = type_shared(&schemas, &picked, |&i| {
-                    op_types(&schemas[i], &picked[i], None)
-                });
-                swapped += n;
+                let typer = super::super::Typer {
+                    schemas: &schemas,
+                    stems: &picked,
+                    impls: None,
+                    memo: None,
+                };
+                let (got, n) = type_shared(&schemas, &picked, &typer);
+                swapped += n.swapped;
+                from_tokens += n.from_tokens;
                 for (i, t) in got.iter().enumerate() {
                     assert_eq!(
                         t,
@@ -227,5 +432,9 @@ mod tests {
             }
         }
         assert!(swapped >= 8, "only {swapped} ops were swapped");
+        assert!(
+            from_tokens >= 4,
+            "only {from_tokens} ops were formatted from shared tokens"
+        );
     }
 }
