@@ -284,23 +284,14 @@ fn split_items(tokens: proc_macro2::TokenStream) -> Vec<(ItemKind, proc_macro2::
 /// type; a type space per op keeps memory bounded by the largest op, not the catalog, and lets
 /// the ops run in parallel.
 fn op_types(schema: &Value, stem: &str, memo: Option<&ImplMemo>) -> Result<OpTypes, String> {
-    let (root, tokens) = typify_op(schema)?;
-    format_op(root, &tokens, stem, memo)
+    let (root, tokens) = typify_tokens(schema)?;
+    format_tokens(root, tokens, stem, memo)
 }
 
-/// typify's output for one schema: the root type's name and the items as token text (what
-/// [`format_op`] reads; ops of one schema share it, see `shared.rs`).
+/// typify's output for one schema as token text, which ops of one schema share (`shared.rs`)
+/// and [`format_op`] reads back.
 fn typify_op(schema: &Value) -> Result<(String, String), String> {
-    let nodes = object_count(schema);
-    if nodes > TYPED_SCHEMA_MAX_OBJECTS {
-        return Err(format!(
-            "the schema has {nodes} objects; typed arguments are generated for schemas of up to \
-             {TYPED_SCHEMA_MAX_OBJECTS}"
-        ));
-    }
-    let mut space = typify::TypeSpace::new(&settings());
-    let root = add(&mut space, schema)?;
-    Ok((root, space.to_stream().to_string()))
+    typify_tokens(schema).map(|(root, tokens)| (root, tokens.to_string()))
 }
 
 /// One op's types formatted from typify's token text.
@@ -310,9 +301,33 @@ fn format_op(
     stem: &str,
     memo: Option<&ImplMemo>,
 ) -> Result<OpTypes, String> {
-    let tokens: proc_macro2::TokenStream = tokens
+    let tokens = tokens
         .parse()
         .map_err(|e| format!("typify output did not parse: {e}"))?;
+    format_tokens(root, tokens, stem, memo)
+}
+
+/// typify's output for one schema: the root type's name and the items.
+fn typify_tokens(schema: &Value) -> Result<(String, proc_macro2::TokenStream), String> {
+    let nodes = object_count(schema);
+    if nodes > TYPED_SCHEMA_MAX_OBJECTS {
+        return Err(format!(
+            "the schema has {nodes} objects; typed arguments are generated for schemas of up to \
+             {TYPED_SCHEMA_MAX_OBJECTS}"
+        ));
+    }
+    let mut space = typify::TypeSpace::new(&settings());
+    let root = add(&mut space, schema)?;
+    Ok((root, space.to_stream()))
+}
+
+/// One op's types formatted from typify's output.
+fn format_tokens(
+    root: String,
+    tokens: proc_macro2::TokenStream,
+    stem: &str,
+    memo: Option<&ImplMemo>,
+) -> Result<OpTypes, String> {
     let unparsable = || "typify output did not parse".to_string();
     let mut items = String::new();
     let mut defaults = Vec::new();
