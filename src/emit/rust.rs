@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod shared;
-use shared::{mask_for, type_shared, OpTypes};
+use shared::{mask_for, type_shared, OpTypes, Typer};
 
 pub const FILE: &str = "rust/registry.rs";
 
@@ -409,50 +409,6 @@ pub fn generate_memo(reg: &Registry, memo: Option<&Memo>) -> Generated {
 
 /// The memo step of one op's types, whose input is the stem and the schema typify sees.
 const MEMO_STEP: &str = "rust.op_types";
-
-/// The memo's input for one op's types: the stem and the schema typify sees.
-fn memo_input(schema: &Value, stem: &str) -> Vec<u8> {
-    let mut input = stem.as_bytes().to_vec();
-    input.push(0);
-    serde_json::to_writer(&mut input, schema).expect("a Value serializes");
-    input
-}
-
-/// How `generate_with` types its ops: through the build memo when there is one (the outcome is
-/// stored as JSON; an entry that passed its check but does not read is recomputed, never
-/// trusted).
-struct Typer<'a> {
-    schemas: &'a [Value],
-    stems: &'a [String],
-    impls: Option<&'a ImplMemo>,
-    memo: Option<&'a Memo>,
-}
-
-impl shared::TypeOps for Typer<'_> {
-    fn cached(&self, op: usize) -> bool {
-        self.memo
-            .is_some_and(|m| m.has(MEMO_STEP, &memo_input(&self.schemas[op], &self.stems[op])))
-    }
-
-    fn typify(&self, op: usize) -> Result<(String, String), String> {
-        typify_op(&self.schemas[op])
-    }
-
-    fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String> {
-        let (schema, stem) = (&self.schemas[op], self.stems[op].as_str());
-        let compute = || match &tokens {
-            Some((root, text)) => format_op(root.clone(), text, stem, self.impls),
-            None => op_types(schema, stem, self.impls),
-        };
-        let Some(memo) = self.memo else {
-            return compute();
-        };
-        let text = memo.get_or_compute(MEMO_STEP, &memo_input(schema, stem), || {
-            serde_json::to_string(&compute()).expect("OpTypes serialize")
-        });
-        serde_json::from_str(&text).unwrap_or_else(|_| compute())
-    }
-}
 
 /// `generate`, with or without the impl memo (the test compares both) and the build memo.
 fn generate_with(

@@ -1,6 +1,9 @@
 //! Sharing typify's work between ops whose schemas differ only in their stem (see
-//! [`type_shared`]).
+//! [`type_shared`]), and [`Typer`]: how the emitter gets one op's types (the build memo, typify,
+//! or shared token text).
 
+use super::{format_op, op_types, typify_op, ImplMemo, MEMO_STEP};
+use crate::compiler::memo::Memo;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -22,7 +25,8 @@ pub(super) fn mask_for(stem: &str) -> String {
 /// Ops whose prepared schemas differ only in their stem (the same parameters: fleets repeat
 /// `{id}`, `{query, limit}` and whole API families) share typify's work: each op's schema with
 /// its stem masked, and the stem's shape (upper, lower, digit, character by character), is its
-/// key. The ops with the least and the greatest stem of a key are typed; when the second's
+/// key. The ops with the least and the greatest stem of a key are typed (by [`type_many`], which
+/// shares typify's token text across stems of other lengths too); when the second's
 /// types are the first's with the stem (and its snake_case form) swapped, the rest of the key
 /// take that swap too, else every op of the key is typed alone. Why that pair: one shape means
 /// one length (a swap never moves a line break) and one way to split words (case conversions
@@ -40,7 +44,7 @@ pub(super) fn type_shared(
     let mut verdicts = HashMap::new();
     // The ops of each key, in op order. A stem that starts with an upper-case letter and is all
     // letters and digits never overlaps its snake_case form, so one pass swaps both.
-    let mut key_slot: std::collections::HashMap<String, usize> = Default::default();
+    let mut key_slot: HashMap<String, usize> = HashMap::new();
     let mut group_of: Vec<Option<usize>> = vec![None; n];
     let mut members: Vec<Vec<usize>> = Vec::new();
     for i in 0..n {
@@ -154,6 +158,50 @@ pub(super) trait TypeOps: Sync {
     fn typify(&self, op: usize) -> Result<(String, String), String>;
     /// The op's types: formatted from `tokens` when given, else typed from its schema.
     fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String>;
+}
+
+/// The memo's input for one op's types: the stem and the schema typify sees.
+fn memo_input(schema: &Value, stem: &str) -> Vec<u8> {
+    let mut input = stem.as_bytes().to_vec();
+    input.push(0);
+    serde_json::to_writer(&mut input, schema).expect("a Value serializes");
+    input
+}
+
+/// How `generate_with` types its ops: through the build memo when there is one (the outcome is
+/// stored as JSON; an entry that passed its check but does not read is recomputed, never
+/// trusted).
+pub(super) struct Typer<'a> {
+    pub schemas: &'a [Value],
+    pub stems: &'a [String],
+    pub impls: Option<&'a ImplMemo>,
+    pub memo: Option<&'a Memo>,
+}
+
+impl TypeOps for Typer<'_> {
+    fn cached(&self, op: usize) -> bool {
+        self.memo
+            .is_some_and(|m| m.has(MEMO_STEP, &memo_input(&self.schemas[op], &self.stems[op])))
+    }
+
+    fn typify(&self, op: usize) -> Result<(String, String), String> {
+        typify_op(&self.schemas[op])
+    }
+
+    fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String> {
+        let (schema, stem) = (&self.schemas[op], self.stems[op].as_str());
+        let compute = || match &tokens {
+            Some((root, text)) => format_op(root.clone(), text, stem, self.impls),
+            None => op_types(schema, stem, self.impls),
+        };
+        let Some(memo) = self.memo else {
+            return compute();
+        };
+        let text = memo.get_or_compute(MEMO_STEP, &memo_input(schema, stem), || {
+            serde_json::to_string(&compute()).expect("OpTypes serialize")
+        });
+        serde_json::from_str(&text).unwrap_or_else(|_| compute())
+    }
 }
 
 /// What sharing saved, for the test and the curious.
@@ -413,7 +461,7 @@ mod tests {
                         })
                     })
                     .collect();
-                let typer = super::super::Typer {
+                let typer = Typer {
                     schemas: &schemas,
                     stems: &picked,
                     impls: None,
