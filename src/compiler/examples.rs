@@ -4,6 +4,7 @@
 //! Placeholders follow the name and type: `"<task_id>"` for strings, the first enum value, the
 //! default where one exists, a number within bounds, sample values for common string formats.
 
+use crate::compiler::memo::Bounded;
 use serde_json::{json, Map, Value};
 
 /// A minimal call for an op's parameters schema.
@@ -224,27 +225,13 @@ pub struct Invalid {
 /// parameter lists (a third of a public REST fleet's schemas are copies), and compiling the
 /// validator was most of the cost. The key is both values' JSON text, so a hit is exact.
 pub fn validate(schema: &Value, args: &Value) -> Result<Vec<Invalid>, String> {
-    type Seen = std::collections::HashMap<String, Result<Vec<Invalid>, String>>;
-    thread_local!(static SEEN: std::cell::RefCell<(Seen, usize)> = Default::default());
-    /// Bytes of keys kept before the table starts over.
-    const MAX_BYTES: usize = 64 << 20;
+    type Outcome = Result<Vec<Invalid>, String>;
+    thread_local!(static SEEN: std::cell::RefCell<Bounded<Outcome>> =
+        std::cell::RefCell::new(Bounded::new(usize::MAX, 64 << 20)));
     let mut key = serde_json::to_string(schema).expect("a Value serializes");
     key.push('\0');
     key.push_str(&serde_json::to_string(args).expect("a Value serializes"));
-    if let Some(hit) = SEEN.with(|s| s.borrow().0.get(&key).cloned()) {
-        return hit;
-    }
-    let outcome = validate_now(schema, args);
-    SEEN.with(|s| {
-        let (seen, bytes) = &mut *s.borrow_mut();
-        if *bytes + key.len() > MAX_BYTES {
-            seen.clear();
-            *bytes = 0;
-        }
-        *bytes += key.len();
-        seen.insert(key, outcome.clone());
-    });
-    outcome
+    SEEN.with(|s| s.borrow_mut().get_or(&key, || validate_now(schema, args)))
 }
 
 fn validate_now(schema: &Value, args: &Value) -> Result<Vec<Invalid>, String> {

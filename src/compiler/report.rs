@@ -5,7 +5,7 @@
 //! Counting dominates the report's cost, so every distinct text is counted once, and the counts
 //! are spread over the machine's cores.
 
-use crate::compiler::memo::Memo;
+use crate::compiler::memo::{Bounded, Memo};
 use crate::compiler::surfaces::{self, ToolDef};
 use crate::help::HelpDoc;
 use crate::registry::Registry;
@@ -22,85 +22,64 @@ impl Tokens {
     }
 
     pub fn o200k(&self, text: &str) -> usize {
-        thread_local!(static PIECES: RefCell<PieceCounts> = RefCell::default());
-        PIECES.with(|p| p.borrow_mut().count(bpe_openai::o200k_base(), text))
+        thread_local!(static COUNTS: RefCell<PieceCounts> = RefCell::new(PieceCounts::new()));
+        COUNTS.with(|p| p.borrow_mut().count(bpe_openai::o200k_base(), text))
     }
 
     pub fn cl100k(&self, text: &str) -> usize {
-        thread_local!(static PIECES: RefCell<PieceCounts> = RefCell::default());
-        PIECES.with(|p| p.borrow_mut().count(bpe_openai::cl100k_base(), text))
+        thread_local!(static COUNTS: RefCell<PieceCounts> = RefCell::new(PieceCounts::new()));
+        COUNTS.with(|p| p.borrow_mut().count(bpe_openai::cl100k_base(), text))
     }
 }
 
 /// Token counts remembered per thread and encoding, at two grains. A text is cut where both
-/// encodings' pre-tokenizers must cut too (see [`split_at_stamps`]: before an ASCII letter
-/// after two ASCII punctuation bytes, which in compact JSON is before nearly every key and
-/// string value), so its count is the sum of its parts'; a part seen before (a key, an
-/// argument's description repeated by every op that shares the argument) costs a hash. A new
-/// part is cut into pre-tokens, each encoded on its own, and those are remembered too. Counts
-/// stay exact: `tests/token_counts.rs` compares every report text of the repo's catalogs with
-/// tiktoken.
-#[derive(Default)]
+/// encodings' pre-tokenizers must cut too (see [`cuttable`]: in compact JSON, before nearly
+/// every key and string value), so its count is the sum of its parts'; a part seen before (a
+/// key, an argument's description repeated by every op that shares the argument) costs a hash.
+/// A new part is cut into pre-tokens, each encoded on its own, and those are remembered too.
+/// Counts stay exact: `tests/token_counts.rs` compares every report text of the repo's catalogs
+/// with tiktoken.
 struct PieceCounts {
-    parts: HashMap<Box<str>, u32>,
-    pieces: HashMap<Box<str>, u32>,
-    /// Bytes of the remembered parts' keys.
-    part_bytes: usize,
+    parts: Bounded<usize>,
+    pieces: Bounded<usize>,
 }
 
 impl PieceCounts {
-    /// Parts and pieces longer than these are counted each time (a bound on memory).
-    const MAX_PART: usize = 16 << 10;
-    const MAX_PIECE: usize = 48;
-    /// What is kept before a table starts over.
-    const MAX_PART_BYTES: usize = 32 << 20;
-    const MAX_PIECES: usize = 1 << 18;
-
-    fn count(&mut self, tokenizer: &bpe_openai::Tokenizer, text: &str) -> usize {
-        parts(text)
-            .map(|part| {
-                if part.len() > Self::MAX_PART {
-                    return self.count_part(tokenizer, part);
-                }
-                if let Some(&n) = self.parts.get(part) {
-                    return n as usize;
-                }
-                let n = self.count_part(tokenizer, part);
-                if self.part_bytes + part.len() > Self::MAX_PART_BYTES {
-                    self.parts.clear();
-                    self.part_bytes = 0;
-                }
-                self.part_bytes += part.len();
-                self.parts.insert(part.into(), n as u32);
-                n
-            })
-            .sum()
+    fn new() -> PieceCounts {
+        PieceCounts {
+            parts: Bounded::new(16 << 10, 32 << 20),
+            pieces: Bounded::new(48, 8 << 20),
+        }
     }
 
-    fn count_part(&mut self, tokenizer: &bpe_openai::Tokenizer, part: &str) -> usize {
-        let part = tokenizer.normalize(part);
-        tokenizer
-            .split(part.as_str())
-            .map(|piece| {
-                if piece.len() > Self::MAX_PIECE {
-                    return tokenizer.bpe.count(piece.as_bytes());
-                }
-                if let Some(&n) = self.pieces.get(piece) {
-                    return n as usize;
-                }
-                let n = tokenizer.bpe.count(piece.as_bytes());
-                if self.pieces.len() >= Self::MAX_PIECES {
-                    self.pieces.clear();
-                }
-                self.pieces.insert(piece.into(), n as u32);
-                n
+    fn count(&mut self, tokenizer: &bpe_openai::Tokenizer, text: &str) -> usize {
+        let pieces = &mut self.pieces;
+        parts(text)
+            .map(|part| {
+                self.parts.get_or(part, || {
+                    let part = tokenizer.normalize(part);
+                    tokenizer
+                        .split(part.as_str())
+                        .map(|piece| pieces.get_or(piece, || tokenizer.bpe.count(piece.as_bytes())))
+                        .sum()
+                })
             })
             .sum()
     }
 }
 
-/// `text` cut before every ASCII letter whose two preceding bytes are ASCII punctuation (the
-/// cut [`split_at_stamps`] relies on).
+/// Whether both encodings' pre-tokenizers must cut `bytes` at `at`: before an ASCII letter
+/// whose two preceding bytes are ASCII punctuation. Such a run of punctuation is one pre-token
+/// that ends where the run does (no letter, digit or contraction pattern can start inside it),
+/// and the next pre-token starts at the letter whether or not the text before it is there.
+fn cuttable(bytes: &[u8], at: usize) -> bool {
+    at >= 2
+        && bytes.get(at).is_some_and(u8::is_ascii_alphabetic)
+        && bytes[at - 1].is_ascii_punctuation()
+        && bytes[at - 2].is_ascii_punctuation()
+}
+
+/// `text` cut at every place both pre-tokenizers must cut ([`cuttable`]).
 fn parts(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -112,11 +91,7 @@ fn parts(text: &str) -> impl Iterator<Item = &str> {
         while at < bytes.len() {
             let cut = at;
             at += 1;
-            if bytes[cut].is_ascii_alphabetic()
-                && bytes[cut - 1].is_ascii_punctuation()
-                && bytes[cut - 2].is_ascii_punctuation()
-                && cut > start
-            {
+            if cut > start && cuttable(bytes, cut) {
                 let part = &text[start..cut];
                 start = cut;
                 return Some(part);
@@ -275,22 +250,14 @@ fn sizes_with(texts: &[&str], cl100k: bool, memo: Option<(&Memo, &str)>) -> Vec<
 /// remember) each part apart: a page whose only change is the registry version, or a surface
 /// where one tool changed, is not counted again.
 ///
-/// A cut is made before an ASCII letter whose two preceding bytes are ASCII punctuation: such
-/// a run of punctuation is one pre-token that ends where the run does (no letter, digit or
-/// contraction pattern can start inside it), and the next pre-token starts at the letter
-/// whether or not the text before it is there. Cuts are made around each `stamp` (a registry
+/// Cuts are made only where `cuttable` holds: around each `stamp` (a registry
 /// version, `b3:` and hex digits) in that position and followed by neither a letter, a digit
 /// nor `'`, and before the next tool of a tool list (after `},{"`). Returns the parts and the
 /// number of stamps cut out. `tests/token_counts.rs` proves the sums against tiktoken on the
 /// repo's catalogs.
 pub fn split_at_stamps<'t>(text: &'t str, stamp: &str) -> (Vec<&'t str>, usize) {
     let bytes = text.as_bytes();
-    let cuttable = |at: usize| {
-        at >= 2
-            && bytes.get(at).is_some_and(u8::is_ascii_alphabetic)
-            && bytes[at - 1].is_ascii_punctuation()
-            && bytes[at - 2].is_ascii_punctuation()
-    };
+    let can_cut = |at: usize| cuttable(bytes, at);
     let sound = stamp.starts_with(|c: char| c.is_ascii_alphabetic())
         && stamp
             .bytes()
@@ -303,7 +270,7 @@ pub fn split_at_stamps<'t>(text: &'t str, stamp: &str) -> (Vec<&'t str>, usize) 
             let after = bytes
                 .get(end)
                 .is_none_or(|&b| !b.is_ascii_alphanumeric() && b != b'\'' && b < 0x80);
-            if cuttable(at) && after && stamps.last().is_none_or(|&(_, e)| at >= e) {
+            if can_cut(at) && after && stamps.last().is_none_or(|&(_, e)| at >= e) {
                 stamps.push((at, end));
             }
         }
@@ -314,7 +281,7 @@ pub fn split_at_stamps<'t>(text: &'t str, stamp: &str) -> (Vec<&'t str>, usize) 
         let mut begin = from;
         for (at, _) in text[from..to].match_indices("},{\"") {
             let cut = from + at + 4;
-            if cut < to && cuttable(cut) {
+            if cut < to && can_cut(cut) {
                 parts.push(&text[begin..cut]);
                 begin = cut;
             }

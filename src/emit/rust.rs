@@ -427,19 +427,12 @@ fn generate_with(
         .zip(&stems)
         .map(|(r, stem)| prepare(r, stem))
         .collect();
-    let typer = Typer {
-        schemas: &schemas,
-        stems: &stems,
-        impls,
-        memo,
-    };
+    let typer = Typer::new(&schemas, &stems, impls, memo);
     let (typed, sharing) = if share {
-        type_shared(&schemas, &stems, &typer)
+        type_shared(&stems, &typer)
     } else {
         let all: Vec<usize> = (0..ops.len()).collect();
-        let typed = crate::compiler::parallel::map_in_order(&all, |&i| {
-            shared::TypeOps::types(&typer, i, None)
-        });
+        let typed = crate::compiler::parallel::map_in_order(&all, |&i| typer.types(i, None));
         (typed, shared::Sharing::default())
     };
     std::panic::set_hook(hook);

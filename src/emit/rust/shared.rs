@@ -26,43 +26,28 @@ pub(super) fn mask_for(stem: &str) -> String {
 /// `{id}`, `{query, limit}` and whole API families) share typify's work: each op's schema with
 /// its stem masked, and the stem's shape (upper, lower, digit, character by character), is its
 /// key. The ops with the least and the greatest stem of a key are typed (by [`type_many`], which
-/// shares typify's token text across stems of other lengths too); when the second's
-/// types are the first's with the stem (and its snake_case form) swapped, the rest of the key
-/// take that swap too, else every op of the key is typed alone. Why that pair: one shape means
-/// one length (a swap never moves a line break) and one way to split words (case conversions
-/// agree); and typify sorts its types by name, so a name that does not start with the stem
-/// sorts the same way against every stem between the two ends once it does against both. The
-/// groups and pairs follow op order and stem order, never which thread ran first.
+/// shares typify's token text across stems of other lengths too); when the second's types are
+/// the first's with the stem (and its snake_case form) swapped, the rest of the key take that
+/// swap too, else every op of the key is typed alone. Why that pair: one shape means one length
+/// (a swap never moves a line break) and one way to split words (case conversions agree); and
+/// typify sorts its types by name, so a name that does not start with the stem sorts the same
+/// way against every stem between the two ends once it does against both. The groups and pairs
+/// follow op order and stem order, never which thread ran first.
 pub(super) fn type_shared(
-    schemas: &[Value],
     stems: &[String],
-    ops: &impl TypeOps,
+    typer: &Typer,
 ) -> (Vec<Result<OpTypes, String>>, Sharing) {
-    use heck::ToSnakeCase;
-    let n = schemas.len();
+    let n = stems.len();
     let mut sharing = Sharing::default();
     let mut verdicts = HashMap::new();
-    // The ops of each key, in op order. A stem that starts with an upper-case letter and is all
-    // letters and digits never overlaps its snake_case form, so one pass swaps both.
-    let mut key_slot: HashMap<String, usize> = HashMap::new();
+    // The ops of each key, in op order.
+    let mut key_slot: HashMap<ShareKey, usize> = HashMap::new();
     let mut group_of: Vec<Option<usize>> = vec![None; n];
     let mut members: Vec<Vec<usize>> = Vec::new();
     for i in 0..n {
-        let stem = &stems[i];
-        if !stem.starts_with(|c: char| c.is_ascii_uppercase())
-            || !stem.bytes().all(|b| b.is_ascii_alphanumeric())
-        {
+        let Some(key) = share_key(&typer.json[i], &stems[i], Shape::Exact) else {
             continue;
-        }
-        let mut key = serde_json::to_string(&schemas[i])
-            .expect("a Value serializes")
-            .replace(stem.as_str(), &mask_for(stem));
-        key.push('\0');
-        key.extend(stem.chars().map(|c| match c {
-            'A'..='Z' => 'U',
-            'a'..='z' => 'l',
-            _ => 'd',
-        }));
+        };
         let slot = *key_slot.entry(key).or_insert_with(|| {
             members.push(Vec::new());
             members.len() - 1
@@ -71,9 +56,7 @@ pub(super) fn type_shared(
         group_of[i] = Some(slot);
     }
     let swap = |t: &Result<OpTypes, String>, from: usize, to: usize| {
-        let (a, b) = (stems[from].as_str(), stems[to].as_str());
-        let (sa, sb) = (a.to_snake_case(), b.to_snake_case());
-        let text = |s: &str| swap_both(s, [(a, b), (&sa, &sb)]);
+        let text = stem_swap(&stems[from], &stems[to]);
         match t {
             Ok(t) => Ok(OpTypes {
                 root: text(&t.root),
@@ -97,25 +80,25 @@ pub(super) fn type_shared(
             (least, greatest)
         })
         .collect();
+    let mut out: Vec<Option<Result<OpTypes, String>>> = vec![None; n];
+    let mut type_into = |list: &[usize], out: &mut Vec<Option<Result<OpTypes, String>>>| {
+        for (i, t) in list
+            .iter()
+            .zip(type_many(list, stems, typer, &mut verdicts, &mut sharing))
+        {
+            out[*i] = Some(t);
+        }
+    };
     // Round one: every op that is alone or one end of its key.
     let first: Vec<usize> = (0..n)
         .filter(|&i| {
             group_of[i].is_none_or(|g| members[g].len() <= 2 || ends[g].0 == i || ends[g].1 == i)
         })
         .collect();
-    let mut out: Vec<Option<Result<OpTypes, String>>> = vec![None; n];
-    for (i, t) in first.iter().zip(type_many(
-        &first,
-        schemas,
-        stems,
-        ops,
-        &mut verdicts,
-        &mut sharing,
-    )) {
-        out[*i] = Some(t);
-    }
+    type_into(&first, &mut out);
     // Round two: the rest of each key, swapped when its pair proved the swap, else typed.
     let mut rest = Vec::new();
+    let mut swapped = 0;
     for (m, &(a, b)) in members.iter().zip(&ends).filter(|(m, _)| m.len() > 2) {
         let proved = out[a]
             .as_ref()
@@ -125,23 +108,15 @@ pub(super) fn type_shared(
             if proved {
                 let t = swap(out[a].as_ref().expect("typed in round one"), a, i);
                 out[i] = Some(t);
-                sharing.swapped += 1;
+                swapped += 1;
             } else {
                 rest.push(i);
             }
         }
     }
     rest.sort_unstable();
-    for (i, t) in rest.iter().zip(type_many(
-        &rest,
-        schemas,
-        stems,
-        ops,
-        &mut verdicts,
-        &mut sharing,
-    )) {
-        out[*i] = Some(t);
-    }
+    type_into(&rest, &mut out);
+    sharing.swapped = swapped;
     let out = out
         .into_iter()
         .map(|t| t.expect("every op is typed or swapped"))
@@ -149,46 +124,110 @@ pub(super) fn type_shared(
     (out, sharing)
 }
 
-/// How the emitter gets one op's types: from the build memo, typed, or formatted from token
-/// text (its own typify output, or another op's with the stem swapped).
-pub(super) trait TypeOps: Sync {
-    /// Whether the build memo already holds the op's types (then nothing is typed for it).
-    fn cached(&self, op: usize) -> bool;
-    /// typify's output for the op: root type name and token text.
-    fn typify(&self, op: usize) -> Result<(String, String), String>;
-    /// The op's types: formatted from `tokens` when given, else typed from its schema.
-    fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String>;
+/// A sharing key, as a digest: a fleet's keys would otherwise hold a copy of every schema.
+type ShareKey = [u8; 32];
+
+/// How much of a stem's shape a key keeps.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// Every character's class: stems of one length (formatted output is shared).
+    Exact,
+    /// Runs of lower-case letters and of digits counted once (typify's output is shared; each
+    /// op is formatted on its own).
+    Runs,
 }
 
-/// The memo's input for one op's types: the stem and the schema typify sees.
-fn memo_input(schema: &Value, stem: &str) -> Vec<u8> {
-    let mut input = stem.as_bytes().to_vec();
-    input.push(0);
-    serde_json::to_writer(&mut input, schema).expect("a Value serializes");
-    input
+/// The key under which ops share work: the schema's JSON with the stem masked (by NULs as long
+/// as the stem for an exact shape, by one NUL otherwise; JSON text never holds a raw NUL) and
+/// the stem's shape, so words split the same way for every stem of a key. `None` for a stem that
+/// does not start with an upper-case letter or is not all letters and digits: only such a stem
+/// never overlaps its snake_case form, so one pass swaps both.
+fn share_key(json: &str, stem: &str, shape: Shape) -> Option<ShareKey> {
+    if !stem.starts_with(|c: char| c.is_ascii_uppercase())
+        || !stem.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
+        return None;
+    }
+    let mask = match shape {
+        Shape::Exact => mask_for(stem),
+        Shape::Runs => "\0".to_string(),
+    };
+    let mut key = blake3::Hasher::new();
+    key.update(json.replace(stem, &mask).as_bytes());
+    key.update(b"\0");
+    let mut last = ' ';
+    for c in stem.chars() {
+        let class = match c {
+            'A'..='Z' => 'U',
+            'a'..='z' => 'l',
+            _ => 'd',
+        };
+        if shape == Shape::Exact || class == 'U' || class != last {
+            key.update(&[class as u8]);
+        }
+        last = class;
+    }
+    Some(*key.finalize().as_bytes())
 }
 
-/// How `generate_with` types its ops: through the build memo when there is one (the outcome is
+/// Text written for stem `from` rewritten for stem `to`: the stem and its snake_case form.
+fn stem_swap<'a>(from: &'a str, to: &'a str) -> impl Fn(&str) -> String + 'a {
+    use heck::ToSnakeCase;
+    let (snake_from, snake_to) = (from.to_snake_case(), to.to_snake_case());
+    move |text| swap_both(text, [(from, to), (&snake_from, &snake_to)])
+}
+
+/// The memo's input for one op's types: the stem and the schema typify sees (as JSON).
+fn memo_input(json: &str, stem: &str) -> Vec<u8> {
+    [stem.as_bytes(), b"\0", json.as_bytes()].concat()
+}
+
+/// How the emitter gets one op's types: from the build memo when there is one (the outcome is
 /// stored as JSON; an entry that passed its check but does not read is recomputed, never
-/// trusted).
+/// trusted), typed, or formatted from token text (its own typify output, or another op's with
+/// the stem swapped).
 pub(super) struct Typer<'a> {
-    pub schemas: &'a [Value],
-    pub stems: &'a [String],
-    pub impls: Option<&'a ImplMemo>,
-    pub memo: Option<&'a Memo>,
+    schemas: &'a [Value],
+    stems: &'a [String],
+    /// Each schema's JSON text, serialized once: the memo's input and the sharing keys.
+    json: Vec<String>,
+    impls: Option<&'a ImplMemo>,
+    memo: Option<&'a Memo>,
 }
 
-impl TypeOps for Typer<'_> {
-    fn cached(&self, op: usize) -> bool {
-        self.memo
-            .is_some_and(|m| m.has(MEMO_STEP, &memo_input(&self.schemas[op], &self.stems[op])))
+impl<'a> Typer<'a> {
+    pub fn new(
+        schemas: &'a [Value],
+        stems: &'a [String],
+        impls: Option<&'a ImplMemo>,
+        memo: Option<&'a Memo>,
+    ) -> Typer<'a> {
+        let json = schemas
+            .iter()
+            .map(|s| serde_json::to_string(s).expect("a Value serializes"))
+            .collect();
+        Typer {
+            schemas,
+            stems,
+            json,
+            impls,
+            memo,
+        }
     }
 
+    /// Whether the build memo already holds the op's types (then nothing is typed for it).
+    fn cached(&self, op: usize) -> bool {
+        self.memo
+            .is_some_and(|m| m.has(MEMO_STEP, &memo_input(&self.json[op], &self.stems[op])))
+    }
+
+    /// typify's output for the op: root type name and token text.
     fn typify(&self, op: usize) -> Result<(String, String), String> {
         typify_op(&self.schemas[op])
     }
 
-    fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String> {
+    /// The op's types: formatted from `tokens` when given, else typed from its schema.
+    pub fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String> {
         let (schema, stem) = (&self.schemas[op], self.stems[op].as_str());
         let compute = || match &tokens {
             Some((root, text)) => format_op(root.clone(), text, stem, self.impls),
@@ -197,7 +236,7 @@ impl TypeOps for Typer<'_> {
         let Some(memo) = self.memo else {
             return compute();
         };
-        let text = memo.get_or_compute(MEMO_STEP, &memo_input(schema, stem), || {
+        let text = memo.get_or_compute(MEMO_STEP, &memo_input(&self.json[op], stem), || {
             serde_json::to_string(&compute()).expect("OpTypes serialize")
         });
         serde_json::from_str(&text).unwrap_or_else(|_| compute())
@@ -224,34 +263,6 @@ enum Verdict {
     Refused,
 }
 
-/// The key under which ops share typify's output (not its formatting): the schema with the stem
-/// masked by one placeholder whatever its length, and the stem's shape with runs of lower-case
-/// letters and of digits each counted once (words split the same way for every stem of a key).
-fn relaxed_key(schema: &Value, stem: &str) -> Option<String> {
-    if !stem.starts_with(|c: char| c.is_ascii_uppercase())
-        || !stem.bytes().all(|b| b.is_ascii_alphanumeric())
-    {
-        return None;
-    }
-    let mut key = serde_json::to_string(schema)
-        .expect("a Value serializes")
-        .replace(stem, "\0");
-    key.push('\0');
-    let mut last = ' ';
-    for c in stem.chars() {
-        let class = match c {
-            'A'..='Z' => 'U',
-            'a'..='z' => 'l',
-            _ => 'd',
-        };
-        if class == 'U' || class != last {
-            key.push(class);
-        }
-        last = class;
-    }
-    Some(key)
-}
-
 /// The names of the types typify defines at the top level (`pub struct`, `pub enum`, `pub type`),
 /// or `None` when the text does not read as tokens.
 fn type_names(text: &str) -> Option<Vec<String>> {
@@ -275,55 +286,51 @@ fn type_names(text: &str) -> Option<Vec<String>> {
 }
 
 /// Types `list` (ops in op order). Ops the memo holds are served from it. Among the others, the
-/// first two of each relaxed key with three or more are typed, and when every type the first
-/// defines starts with its stem (so typify's order by name is the same for every stem) and the
-/// second's output is the first's with the stem and its snake_case form swapped, the rest of the
-/// key are formatted from the first's output, swapped, without running typify; else typed alone.
-/// Verdicts carry over between calls.
+/// first two of each key with a shape of runs ([`Shape::Runs`]) and three or more ops are typed,
+/// and when every type the first defines starts with its stem (so typify's order by name is the
+/// same for every stem) and the second's output is the first's with the stem and its snake_case
+/// form swapped, the rest of the key are formatted from the first's output, swapped, without
+/// running typify; else typed alone. Verdicts carry over between calls.
 fn type_many(
     list: &[usize],
-    schemas: &[Value],
     stems: &[String],
-    ops: &impl TypeOps,
-    verdicts: &mut HashMap<String, Verdict>,
+    typer: &Typer,
+    verdicts: &mut HashMap<ShareKey, Verdict>,
     sharing: &mut Sharing,
 ) -> Vec<Result<OpTypes, String>> {
-    use heck::ToSnakeCase;
-    let keys: Vec<Option<String>> = list
+    let keys: Vec<Option<ShareKey>> = list
         .iter()
         .map(|&i| {
-            if ops.cached(i) {
+            if typer.cached(i) {
                 None
             } else {
-                relaxed_key(&schemas[i], &stems[i])
+                share_key(&typer.json[i], &stems[i], Shape::Runs)
             }
         })
         .collect();
-    let mut members: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut order: Vec<&str> = Vec::new();
+    let mut members: HashMap<ShareKey, Vec<usize>> = HashMap::new();
+    let mut order: Vec<ShareKey> = Vec::new();
     for (&i, key) in list.iter().zip(&keys) {
         if let Some(key) = key {
-            let m = members.entry(key.as_str()).or_insert_with(|| {
-                order.push(key.as_str());
+            let m = members.entry(*key).or_insert_with(|| {
+                order.push(*key);
                 Vec::new()
             });
             m.push(i);
         }
     }
     let swap = |root: &str, text: &str, from: usize, to: usize| {
-        let (a, b) = (stems[from].as_str(), stems[to].as_str());
-        let (sa, sb) = (a.to_snake_case(), b.to_snake_case());
-        let pairs = [(a, b), (sa.as_str(), sb.as_str())];
-        (swap_both(root, pairs), swap_both(text, pairs))
+        let swap = stem_swap(&stems[from], &stems[to]);
+        (swap(root), swap(text))
     };
     // The pairs to prove: keys without a verdict and with three or more ops to type.
-    let pairs: Vec<(&str, usize, usize)> = order
+    let pairs: Vec<(ShareKey, usize, usize)> = order
         .iter()
-        .filter(|k| !verdicts.contains_key(**k) && members[**k].len() >= 3)
-        .map(|k| (*k, members[*k][0], members[*k][1]))
+        .filter(|k| !verdicts.contains_key(*k) && members[*k].len() >= 3)
+        .map(|k| (*k, members[k][0], members[k][1]))
         .collect();
     let proving: Vec<usize> = pairs.iter().flat_map(|&(_, a, b)| [a, b]).collect();
-    let typified = crate::compiler::parallel::map_in_order(&proving, |&i| ops.typify(i));
+    let typified = crate::compiler::parallel::map_in_order(&proving, |&i| typer.typify(i));
     let mut own: HashMap<usize, (String, String)> = HashMap::new();
     for (k, &(key, a, b)) in pairs.iter().enumerate() {
         let (ta, tb) = (&typified[2 * k], &typified[2 * k + 1]);
@@ -343,7 +350,7 @@ fn type_many(
             }
             _ => Verdict::Refused,
         };
-        verdicts.insert(key.to_string(), verdict);
+        verdicts.insert(key, verdict);
         for (i, t) in [(a, ta), (b, tb)] {
             if let Ok(t) = t {
                 own.insert(i, t.clone());
@@ -368,7 +375,7 @@ fn type_many(
         })
         .collect();
     let jobs: Vec<(usize, Option<(String, String)>)> = list.iter().copied().zip(sources).collect();
-    crate::compiler::parallel::map_in_order(&jobs, |(i, tokens)| ops.types(*i, tokens.clone()))
+    crate::compiler::parallel::map_in_order(&jobs, |(i, tokens)| typer.types(*i, tokens.clone()))
 }
 
 /// `text` with every occurrence of either pattern replaced, in one pass (the patterns never
@@ -461,13 +468,8 @@ mod tests {
                         })
                     })
                     .collect();
-                let typer = Typer {
-                    schemas: &schemas,
-                    stems: &picked,
-                    impls: None,
-                    memo: None,
-                };
-                let (got, n) = type_shared(&schemas, &picked, &typer);
+                let typer = Typer::new(&schemas, &picked, None, None);
+                let (got, n) = type_shared(&picked, &typer);
                 swapped += n.swapped;
                 from_tokens += n.from_tokens;
                 for (i, t) in got.iter().enumerate() {
