@@ -141,6 +141,49 @@ fn everyday_phrasing_families_reach_the_op() {
     );
 }
 
+/// Issue 37, item 2: words that only frame a request ("give me", "tell me", "help me": the
+/// `framing` family of src/runtime/phrasing.json) do not match an op named by that verb; alone,
+/// they are still what is asked.
+#[test]
+fn request_framing_is_not_what_is_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tool = |name: &str, description: &str| {
+        serde_json::json!({"type": "function", "function": {"name": name, "description": description,
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}})
+    };
+    let tools = serde_json::json!([
+        tool(
+            "give_feedback",
+            "Give feedback on this assistant to its developers."
+        ),
+        tool("tell_joke", "Tell a joke."),
+        tool("get_weather", "Current weather and forecast for a city."),
+        tool("get_stock_price", "Current price of a stock ticker."),
+    ]);
+    std::fs::write(tmp.path().join("tools.json"), tools.to_string()).unwrap();
+    let gw = gateway_for(tmp.path().to_str().unwrap());
+    let top = |q: &str| {
+        let res = gw.search(&toolreg::runtime::search::SearchRequest::query(q));
+        res.results
+            .first()
+            .map(|h| h.tool_name.clone())
+            .unwrap_or_default()
+    };
+    // Before, the framing verb put its op first ("tell me about the forecast" -> tell_joke,
+    // "give me a ticker quote" -> give_feedback) or in the results.
+    assert_eq!(top("tell me about the forecast"), "get_weather");
+    assert_eq!(top("give me a ticker quote"), "get_stock_price");
+    assert_eq!(top("can you help me with the weather"), "get_weather");
+    let res = gw.search(&toolreg::runtime::search::SearchRequest::query(
+        "Tell me the price of nvidia's stock",
+    ));
+    let names: Vec<&str> = res.results.iter().map(|h| h.tool_name.as_str()).collect();
+    assert_eq!(names, ["get_stock_price"], "{res:?}");
+    // Framing alone, or the verb used for itself: the op that does it.
+    assert_eq!(top("tell me"), "tell_joke");
+    assert_eq!(top("give feedback"), "give_feedback");
+}
+
 /// Issue 37, item 4: every script tokenizes and matches: Cyrillic, Chinese, Japanese and Korean
 /// (written without spaces: two-character words), and accented Latin with or without accents.
 #[test]
@@ -365,6 +408,66 @@ fn learned_requests_find_what_people_mean() {
     // Measured: .419 / .628 zero-config, .573 / .798 with the dev split's requests.
     at_least(&report, "recall@1", 0.56, "held out, learned");
     at_least(&report, "recall@5", 0.78, "held out, learned");
+
+    // With the out-of-scope dev split, learn also sets the lexical `match` floors, cross-fitted
+    // over ten folds (the requests are already in the overlay: each fold's are taken out before
+    // it is scored). Held out, in-scope `none` stays under 5% and out-of-scope `none` rises
+    // above what floors calibrated on the learned requests themselves give.
+    let calibrated = common::toolreg(
+        work.path(),
+        &[
+            "learn",
+            "--definitions",
+            defs.to_str().unwrap(),
+            "--queries",
+            dev.to_str().unwrap(),
+            "--out-of-scope",
+            common::repo()
+                .join("tests/eval/metatool/out-of-scope-dev.jsonl")
+                .to_str()
+                .unwrap(),
+            "--quiet",
+        ],
+    );
+    let said = common::stderr(&calibrated);
+    assert!(calibrated.status.success(), "{said}");
+    assert!(
+        said.contains("set [search] match_lexical = { none_below = ")
+            && said.contains("cross-fitted, in scope `none` 5.0%"),
+        "{said}"
+    );
+    let overlay = std::fs::read_to_string(defs.join("toolreg.toml")).unwrap();
+    assert!(overlay.starts_with(ours), "{overlay}");
+    let reg = toolreg::compiler::compile(&defs).registry.unwrap();
+    let floors = reg.search.match_lexical.expect("floors set");
+    let gw = Gateway::new(reg.clone(), toolreg::emit::help::build(&reg)).unwrap();
+    let report = run(&gw, "tests/eval/metatool/heldout.jsonl");
+    at_least(
+        &report,
+        "recall@5",
+        0.78,
+        "held out, learned and calibrated",
+    );
+    let none_in = report.metric("answered_none");
+    let oos = eval::out_of_scope(
+        &gw,
+        &std::fs::read_to_string(
+            common::repo().join("tests/eval/metatool/out-of-scope-heldout.jsonl"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let (strong_out, none_out) = (
+        oos["answered_strong"].as_f64().unwrap(),
+        oos["answered_none"].as_f64().unwrap(),
+    );
+    // Measured: in scope `none` 4.2%, out of scope `strong` 1.7% and `none` 27.1% (floors
+    // from `eval --calibrate` on half the dev split, learned from the other half: 18.8%).
+    assert!(none_in <= 0.05, "in-scope none {none_in} ({floors:?})");
+    assert!(
+        strong_out <= 0.05 && none_out >= 0.25,
+        "out of scope strong {strong_out}, none {none_out} ({floors:?})"
+    );
 
     let bad = work.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"query\": \"x\", \"expected\": [\"NoSuchTool\"]}\n").unwrap();

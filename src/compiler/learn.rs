@@ -125,6 +125,60 @@ pub fn add_queries(old: &str, seen: &[(String, Vec<String>)]) -> Result<(String,
     Ok((doc.to_string(), learned))
 }
 
+/// The overlay `old` without the given requests in their ops' `queries` (an op left with no
+/// request keeps an empty list): `learn` cross-fits its `match` floors on overlays that do not
+/// already hold the requests they are measured on.
+pub fn without_queries(old: &str, seen: &[(String, Vec<String>)]) -> Result<String, String> {
+    use toml_edit::{DocumentMut, Item};
+    let mut doc: DocumentMut = old
+        .parse()
+        .map_err(|e: toml_edit::TomlError| e.to_string())?;
+    let Some(ops) = doc.get_mut("ops").and_then(Item::as_table_like_mut) else {
+        return Ok(old.to_string());
+    };
+    for (query, names) in seen {
+        for op in names {
+            let list = ops
+                .get_mut(op)
+                .and_then(Item::as_table_like_mut)
+                .and_then(|t| t.get_mut("queries"))
+                .and_then(Item::as_array_mut);
+            if let Some(list) = list {
+                list.retain(|v| v.as_str() != Some(query));
+            }
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// The overlay `old` with `[search] KEY = { none_below = .., strong_from = .. }` set (`KEY` is
+/// `match_lexical` or `match_hybrid`), the rest of the file as it was.
+pub fn set_match_floors(
+    old: &str,
+    key: &str,
+    none_below: f64,
+    strong_from: f64,
+) -> Result<String, String> {
+    use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
+    let mut doc: DocumentMut = old
+        .parse()
+        .map_err(|e: toml_edit::TomlError| e.to_string())?;
+    let search = doc
+        .entry("search")
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_like_mut()
+        .ok_or("`search` is not a table")?;
+    let mut floors = InlineTable::new();
+    floors.insert("none_below", Value::from(none_below));
+    floors.insert("strong_from", Value::from(strong_from));
+    search.insert(key, Item::Value(Value::InlineTable(floors)));
+    let mut text = doc.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,5 +218,37 @@ mod tests {
         let (_, learned) = add_queries(&text, &many).unwrap();
         assert_eq!(learned.added, MAX_QUERIES_PER_OP - 2);
         assert_eq!(learned.over, 70 - (MAX_QUERIES_PER_OP - 2));
+    }
+
+    #[test]
+    fn requests_leave_and_floors_are_set_in_place() {
+        let old = "# ours\n[search]\nsemantic_weight = 0.5 # tuned\n\n[ops.\"a.b.list\"]\nqueries = [\"show every b\", \"what bs\"]\n";
+        let seen = vec![("what bs".to_string(), vec!["a.b.list".to_string()])];
+        let text = without_queries(old, &seen).unwrap();
+        let v: toml::Value = toml::from_str(&text).unwrap();
+        assert_eq!(
+            v["ops"]["a.b.list"]["queries"].as_array().unwrap(),
+            &vec![toml::Value::from("show every b")]
+        );
+        let text = set_match_floors(&text, "match_hybrid", 0.47, 0.74).unwrap();
+        assert!(text.starts_with("# ours\n[search]\nsemantic_weight = 0.5 # tuned\n"));
+        let v: toml::Value = toml::from_str(&text).unwrap();
+        assert_eq!(
+            v["search"]["match_hybrid"]["none_below"].as_float(),
+            Some(0.47)
+        );
+        assert_eq!(
+            v["search"]["match_hybrid"]["strong_from"].as_float(),
+            Some(0.74)
+        );
+        // Set again: replaced, not repeated; an overlay without [search] gains one.
+        let again = set_match_floors(&text, "match_hybrid", 0.5, 0.8).unwrap();
+        assert_eq!(again.matches("match_hybrid").count(), 1);
+        let fresh = set_match_floors("", "match_lexical", 0.1, 0.4).unwrap();
+        let v: toml::Value = toml::from_str(&fresh).unwrap();
+        assert_eq!(
+            v["search"]["match_lexical"]["strong_from"].as_float(),
+            Some(0.4)
+        );
     }
 }

@@ -278,23 +278,43 @@ pub const CALIBRATE_OUT_OF_SCOPE_STRONG: f64 = 0.02;
 /// else lexical (coverage). Returns the TOML to put under `[search]` and the shares it gives on
 /// these queries. Exact names and queries no op matched are left out: their `match` is fixed.
 pub fn calibrate(gw: &Gateway, in_scope: &str, out_of_scope: &str) -> Result<Value, String> {
-    let hybrid = gw.has_hybrid();
-    let signal = |q: &str| -> Option<f64> {
-        let (coverage, cosine) = gw.match_signals(q)?;
-        match (hybrid, cosine) {
-            (true, Some(c)) => Some(super::search::hybrid_signal(coverage, c)),
-            (true, None) => None,
-            (false, _) => Some(coverage),
-        }
-    };
-    let mut inside: Vec<f64> = lines(in_scope)?
+    floors(
+        match_signals(gw, in_scope)?,
+        match_signals(gw, out_of_scope)?,
+        gw.has_hybrid(),
+    )
+}
+
+/// The `match` signal of each query of `jsonl` (eval's JSON lines; `expected` may be absent) as
+/// `gw` decides it: hybrid (cosine plus half the coverage) when a model is fused, else lexical
+/// (coverage). Exact names and queries no op matched are left out: their `match` is fixed.
+pub fn match_signals(gw: &Gateway, jsonl: &str) -> Result<Vec<f64>, String> {
+    Ok(lines(jsonl)?
         .into_iter()
-        .filter_map(|(_, l)| signal(&l.query))
-        .collect();
-    let mut outside: Vec<f64> = lines(out_of_scope)?
-        .into_iter()
-        .filter_map(|(_, l)| signal(&l.query))
-        .collect();
+        .filter_map(|(_, l)| match_signal(gw, &l.query))
+        .collect())
+}
+
+/// The queries of eval's JSON lines (`expected` may be absent), in order.
+pub fn queries(jsonl: &str) -> Result<Vec<String>, String> {
+    Ok(lines(jsonl)?.into_iter().map(|(_, l)| l.query).collect())
+}
+
+/// The `match` signal of one query (see [`match_signals`]); `None` for an exact name or when
+/// no op matched.
+pub fn match_signal(gw: &Gateway, query: &str) -> Option<f64> {
+    let (coverage, cosine) = gw.match_signals(query)?;
+    match (gw.has_hybrid(), cosine) {
+        (true, Some(c)) => Some(super::search::hybrid_signal(coverage, c)),
+        (true, None) => None,
+        (false, _) => Some(coverage),
+    }
+}
+
+/// `match` floors from the signals of in-scope and out-of-scope queries (see [`calibrate`]);
+/// `hybrid` names the signal (`match_hybrid` or `match_lexical` in the TOML). `toolreg learn`
+/// gives it signals cross-fitted over its folds.
+pub fn floors(mut inside: Vec<f64>, mut outside: Vec<f64>, hybrid: bool) -> Result<Value, String> {
     if inside.len() < 20 || outside.len() < 20 {
         return Err(format!(
             "calibration needs at least 20 scored queries of each kind; got {} in scope and {} out of scope",
@@ -321,6 +341,7 @@ pub fn calibrate(gw: &Gateway, in_scope: &str, out_of_scope: &str) -> Result<Val
     };
     Ok(json!({
         "signal": if hybrid { "hybrid" } else { "lexical" },
+        "key": key,
         "none_below": none_below,
         "strong_from": strong_from,
         "toml": format!("[search]\n{key} = {{ none_below = {none_below}, strong_from = {strong_from} }}\n"),

@@ -18,7 +18,9 @@ pub use nearest::directory;
 pub use words::{stem, tokenize};
 
 use nearest::nearest_by_spelling;
-use words::{is_stop, one_deletions, phrasing, raw_words, typo_candidate, MIN_TYPO_LEN};
+use words::{
+    is_stop, one_deletions, phrasing, raw_words, typo_candidate, without_framing, MIN_TYPO_LEN,
+};
 
 use crate::model::registry::{Kind, MatchFloors, OpRecord, Registry};
 use serde::{Deserialize, Serialize};
@@ -995,8 +997,9 @@ impl SearchIndex {
             .map(|r| r.op.as_str());
         // The query's words and what each stands for, worked out once: ranking and `match`
         // (coverage) both read them.
-        let groups = self.term_groups(q);
-        let terms = self.terms(q, &groups);
+        let asked = without_framing(q);
+        let groups = self.term_groups(&asked);
+        let terms = self.terms(&asked, &groups);
         let writes = terms.iter().any(|(t, _)| self.write_actions.contains(t));
         let (mut scores, mut touched) = self.scores(&terms);
         if let Some(i) = exact.and_then(|e| self.ops.iter().position(|o| o == e)) {

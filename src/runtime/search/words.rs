@@ -19,6 +19,8 @@ pub(super) struct Phrasing {
     pub(super) synonyms: BTreeMap<String, String>,
     pub(super) abbreviations: BTreeMap<String, String>,
     pub(super) phrases: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) framing: Vec<String>,
 }
 
 pub(super) fn phrasing() -> &'static Phrasing {
@@ -26,6 +28,57 @@ pub(super) fn phrasing() -> &'static Phrasing {
     DATA.get_or_init(|| {
         serde_json::from_str(include_str!("../phrasing.json")).expect("phrasing.json is valid")
     })
+}
+
+/// The query without the words that only frame a request (phrasing.json `framing`: "give me",
+/// "tell me", "help me"): such a verb is how the request is said, not what is asked, and over a
+/// catalog with a `give` or `help` op it would outrank what was asked. Unchanged when no
+/// framing occurs, or when nothing but framing and stop-words would be left.
+pub(super) fn without_framing(query: &str) -> std::borrow::Cow<'_, str> {
+    let framing = &phrasing().framing;
+    // Each word's byte range, lowercased as `raw_words` splits them.
+    let mut spans: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    let mut start = None;
+    for (i, c) in query
+        .char_indices()
+        .chain(std::iter::once((query.len(), ' ')))
+    {
+        match (c.is_alphanumeric() && i < query.len(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                spans.push((s..i, query[s..i].to_lowercase()));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    let mut cut: Vec<std::ops::Range<usize>> = Vec::new();
+    for phrase in framing {
+        let words: Vec<&str> = phrase.split_whitespace().collect();
+        for w in spans.windows(words.len()) {
+            if w.iter().zip(&words).all(|((_, a), b)| a == b) {
+                cut.extend(
+                    w.iter()
+                        .filter(|(_, a)| !is_stop(a))
+                        .map(|(r, _)| r.clone()),
+                );
+            }
+        }
+    }
+    if cut.is_empty() {
+        return std::borrow::Cow::Borrowed(query);
+    }
+    let asked = spans.iter().any(|(r, a)| !is_stop(a) && !cut.contains(r));
+    if !asked {
+        return std::borrow::Cow::Borrowed(query);
+    }
+    let mut out = query.to_string();
+    cut.sort_by_key(|r| std::cmp::Reverse(r.start));
+    cut.dedup();
+    for r in cut {
+        out.replace_range(r, " ");
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Lowercase words of a text as typed (no stop-words removed, no stemming).
