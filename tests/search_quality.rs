@@ -469,6 +469,39 @@ fn learned_requests_find_what_people_mean() {
         "out of scope strong {strong_out}, none {none_out} ({floors:?})"
     );
 
+    // Out-of-scope queries that cannot decide floors (a broken line; too few to calibrate on):
+    // refused, and the overlay is as it was.
+    for (lines, says) in [
+        ("{\"query\": \"what is a contralto\"}\nnot json\n", "line 2"),
+        ("{\"query\": \"what is a contralto\"}\n", "at least 20"),
+    ] {
+        let oos = work.path().join("oos.jsonl");
+        std::fs::write(&oos, lines).unwrap();
+        let out = common::toolreg(
+            work.path(),
+            &[
+                "learn",
+                "--definitions",
+                defs.to_str().unwrap(),
+                "--queries",
+                dev.to_str().unwrap(),
+                "--out-of-scope",
+                oos.to_str().unwrap(),
+                "--quiet",
+            ],
+        );
+        let said = common::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(
+            said.contains(says) && said.contains("nothing was written"),
+            "{said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(defs.join("toolreg.toml")).unwrap(),
+            overlay
+        );
+    }
+
     let bad = work.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"query\": \"x\", \"expected\": [\"NoSuchTool\"]}\n").unwrap();
     let refused = learn(&bad);
