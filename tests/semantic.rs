@@ -103,18 +103,28 @@ fn vectors_are_cached_checked_and_fused_into_search() {
     };
     let dev =
         std::fs::read_to_string(common::repo().join("tests/eval/metatool/dev.jsonl")).unwrap();
-    let mut improved = 0;
+    let (mut improved, mut worsened) = (0, 0);
     for line in dev.lines().take(200) {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let (q, tool) = (
             v["query"].as_str().unwrap(),
             v["expected"][0].as_str().unwrap(),
         );
-        if rank(&hybrid, q, tool) == Some(0) && rank(&lexical, q, tool) != Some(0) {
-            improved += 1;
+        match (
+            rank(&hybrid, q, tool) == Some(0),
+            rank(&lexical, q, tool) == Some(0),
+        ) {
+            (true, false) => improved += 1,
+            (false, true) => worsened += 1,
+            _ => {}
         }
     }
-    assert!(improved >= 10, "hybrid put {improved} more queries first");
+    eprintln!("hybrid first where lexical is not: {improved}; the reverse: {worsened}");
+    // The net gain is what fusion is for: more queries answered first, not merely different ones.
+    assert!(
+        improved >= 8 && improved >= worsened + 4,
+        "hybrid put {improved} queries first that lexical did not, and lost {worsened}"
+    );
     // An exact op name still ranks first.
     let op = reg.ops.keys().nth(7).unwrap();
     assert_eq!(
