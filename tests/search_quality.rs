@@ -433,7 +433,8 @@ fn learned_requests_find_what_people_mean() {
     assert!(calibrated.status.success(), "{said}");
     assert!(
         said.contains("set [search] match_lexical = { none_below = ")
-            && said.contains("cross-fitted, in scope `none` 5.0%"),
+            && said.contains("cross-fitted, in scope `none` 5.0%")
+            && !said.contains("warning"),
         "{said}"
     );
     let overlay = std::fs::read_to_string(defs.join("toolreg.toml")).unwrap();
@@ -501,6 +502,43 @@ fn learned_requests_find_what_people_mean() {
             overlay
         );
     }
+
+    // A short log makes rough floors: learn sets them and says so.
+    let few_defs = work.path().join("few");
+    common::copy_dir(
+        &common::repo().join("tests/eval/metatool/definitions"),
+        &few_defs,
+    );
+    let few = work.path().join("few.jsonl");
+    let dev_text = std::fs::read_to_string(&dev).unwrap();
+    std::fs::write(
+        &few,
+        dev_text.lines().take(40).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
+    let out = common::toolreg(
+        work.path(),
+        &[
+            "learn",
+            "--definitions",
+            few_defs.to_str().unwrap(),
+            "--queries",
+            few.to_str().unwrap(),
+            "--out-of-scope",
+            common::repo()
+                .join("tests/eval/metatool/out-of-scope-dev.jsonl")
+                .to_str()
+                .unwrap(),
+            "--quiet",
+        ],
+    );
+    let said = common::stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("set [search] match_lexical")
+            && said.contains("warning: 40 requests decided the floors: 5% of them is 2 requests"),
+        "{said}"
+    );
 
     let bad = work.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"query\": \"x\", \"expected\": [\"NoSuchTool\"]}\n").unwrap();
