@@ -509,6 +509,12 @@ fn learned_requests_find_what_people_mean() {
         &common::repo().join("tests/eval/metatool/definitions"),
         &few_defs,
     );
+    // Hybrid floors chosen before: left as they are by a lexical calibration, which says so.
+    std::fs::write(
+        few_defs.join("toolreg.toml"),
+        "[search]\nmatch_hybrid = { none_below = 0.4, strong_from = 0.7 }\n",
+    )
+    .unwrap();
     let few = work.path().join("few.jsonl");
     let dev_text = std::fs::read_to_string(&dev).unwrap();
     std::fs::write(
@@ -536,8 +542,15 @@ fn learned_requests_find_what_people_mean() {
     assert!(out.status.success(), "{said}");
     assert!(
         said.contains("set [search] match_lexical")
-            && said.contains("warning: 40 requests decided the floors: 5% of them is 2 requests"),
+            && said.contains("warning: 40 requests decided the floors: 5% of them is 2 requests")
+            && said.contains("warning: [search] match_hybrid was left as it was"),
         "{said}"
+    );
+    let kept = std::fs::read_to_string(few_defs.join("toolreg.toml")).unwrap();
+    assert!(
+        kept.contains("match_hybrid = { none_below = 0.4, strong_from = 0.7 }")
+            && kept.contains("match_lexical = { none_below = "),
+        "{kept}"
     );
 
     let bad = work.path().join("bad.jsonl");

@@ -144,8 +144,11 @@ pub(super) fn learn(
         learned.known,
         learned.over
     );
-    for line in said {
+    for line in &said {
         eprintln!("set {line}");
+    }
+    if said.len() == 1 && has_hybrid_floors(old_text) {
+        eprintln!("warning: [search] match_hybrid was left as it was, chosen before these requests; pass --hybrid (or the --model the vectors are built with) to choose it again");
     }
     if calibration.is_some() && seen.len() < FEW_REQUESTS {
         eprintln!(
@@ -161,6 +164,15 @@ pub(super) fn learn(
 /// Fewer requests than this make rough floors (LiveMCPBench, 47 requests a half: 8.5% of the
 /// other half answered `none` against the 5% calibrated for).
 const FEW_REQUESTS: usize = 100;
+
+/// Whether the overlay sets `[search] match_hybrid`.
+fn has_hybrid_floors(overlay: &str) -> bool {
+    overlay
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|t| t.get("search")?.get("match_hybrid").cloned())
+        .is_some()
+}
 
 /// A share as a percentage with one decimal.
 fn percent(v: &serde_json::Value) -> String {
