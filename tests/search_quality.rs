@@ -372,18 +372,9 @@ fn learned_requests_find_what_people_mean() {
     let ours = "# our catalog\n[search]\nsemantic_weight = 0.5 # tuned\n";
     std::fs::write(defs.join("toolreg.toml"), ours).unwrap();
     let dev = common::repo().join("tests/eval/metatool/dev.jsonl");
-    let learn = |queries: &std::path::Path| {
-        common::toolreg(
-            work.path(),
-            &[
-                "learn",
-                "--definitions",
-                defs.to_str().unwrap(),
-                "--queries",
-                queries.to_str().unwrap(),
-            ],
-        )
-    };
+    let oos_dev = common::repo().join("tests/eval/metatool/out-of-scope-dev.jsonl");
+    let oos_dev = oos_dev.to_str().unwrap();
+    let learn = |queries: &std::path::Path| common::learn(work.path(), &defs, queries, &[]);
     let first = learn(&dev);
     assert!(first.status.success(), "{}", common::stderr(&first));
     assert!(
@@ -413,21 +404,11 @@ fn learned_requests_find_what_people_mean() {
     // over ten folds (the requests are already in the overlay: each fold's are taken out before
     // it is scored). Held out, in-scope `none` stays under 5% and out-of-scope `none` rises
     // above what floors calibrated on the learned requests themselves give.
-    let calibrated = common::toolreg(
+    let calibrated = common::learn(
         work.path(),
-        &[
-            "learn",
-            "--definitions",
-            defs.to_str().unwrap(),
-            "--queries",
-            dev.to_str().unwrap(),
-            "--out-of-scope",
-            common::repo()
-                .join("tests/eval/metatool/out-of-scope-dev.jsonl")
-                .to_str()
-                .unwrap(),
-            "--quiet",
-        ],
+        &defs,
+        &dev,
+        &["--out-of-scope", oos_dev, "--quiet"],
     );
     let said = common::stderr(&calibrated);
     assert!(calibrated.status.success(), "{said}");
@@ -478,18 +459,11 @@ fn learned_requests_find_what_people_mean() {
     ] {
         let oos = work.path().join("oos.jsonl");
         std::fs::write(&oos, lines).unwrap();
-        let out = common::toolreg(
+        let out = common::learn(
             work.path(),
-            &[
-                "learn",
-                "--definitions",
-                defs.to_str().unwrap(),
-                "--queries",
-                dev.to_str().unwrap(),
-                "--out-of-scope",
-                oos.to_str().unwrap(),
-                "--quiet",
-            ],
+            &defs,
+            &dev,
+            &["--out-of-scope", oos.to_str().unwrap(), "--quiet"],
         );
         let said = common::stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{said}");
@@ -522,21 +496,11 @@ fn learned_requests_find_what_people_mean() {
         dev_text.lines().take(40).collect::<Vec<_>>().join("\n"),
     )
     .unwrap();
-    let out = common::toolreg(
+    let out = common::learn(
         work.path(),
-        &[
-            "learn",
-            "--definitions",
-            few_defs.to_str().unwrap(),
-            "--queries",
-            few.to_str().unwrap(),
-            "--out-of-scope",
-            common::repo()
-                .join("tests/eval/metatool/out-of-scope-dev.jsonl")
-                .to_str()
-                .unwrap(),
-            "--quiet",
-        ],
+        &few_defs,
+        &few,
+        &["--out-of-scope", oos_dev, "--quiet"],
     );
     let said = common::stderr(&out);
     assert!(out.status.success(), "{said}");

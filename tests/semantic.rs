@@ -542,21 +542,16 @@ fn metatool_learned(
     let repo = common::repo();
     let dev = repo.join("tests/eval/metatool/dev.jsonl");
     let oos = repo.join("tests/eval/metatool/out-of-scope-dev.jsonl");
-    let mut args = vec![
-        "learn",
-        "--definitions",
-        defs.to_str().unwrap(),
-        "--queries",
-        dev.to_str().unwrap(),
+    let mut extra = vec![
         "--out-of-scope",
         oos.to_str().unwrap(),
         "--hybrid",
         "--quiet",
     ];
     if let Some(m) = model {
-        args.extend(["--model", m.to_str().unwrap()]);
+        extra.extend(["--model", m.to_str().unwrap()]);
     }
-    let out = toolreg(dir, &args);
+    let out = common::learn(dir, &defs, &dev, &extra);
     let said = stderr(&out);
     assert!(out.status.success(), "{said}");
     assert!(

@@ -26,6 +26,16 @@ pub(super) struct Calibration {
     pub(super) encoder: Option<std::sync::Arc<dyn toolreg::semantic::Encoder>>,
 }
 
+impl Calibration {
+    /// Whether the hybrid floors are calibrated too.
+    fn hybrid(&self) -> bool {
+        #[cfg(feature = "semantic")]
+        return self.encoder.is_some();
+        #[cfg(not(feature = "semantic"))]
+        false
+    }
+}
+
 /// `toolreg learn`: seen requests into the overlay's `queries` (and, with `calibration`, the
 /// `[search]` floors), written only if the catalog still builds with them (the overlay is
 /// staged beside itself and renamed into place). Nothing is written when anything fails.
@@ -147,7 +157,8 @@ pub(super) fn learn(
     for line in &said {
         eprintln!("set {line}");
     }
-    if said.len() == 1 && has_hybrid_floors(old_text) {
+    let hybrid_kept = calibration.as_ref().is_some_and(|c| !c.hybrid());
+    if hybrid_kept && reg.search.match_hybrid.is_some() {
         eprintln!("warning: [search] match_hybrid was left as it was, chosen before these requests; pass --hybrid (or the --model the vectors are built with) to choose it again");
     }
     if calibration.is_some() && seen.len() < FEW_REQUESTS {
@@ -164,15 +175,6 @@ pub(super) fn learn(
 /// Fewer requests than this make rough floors (LiveMCPBench, 47 requests a half: 8.5% of the
 /// other half answered `none` against the 5% calibrated for).
 const FEW_REQUESTS: usize = 100;
-
-/// Whether the overlay sets `[search] match_hybrid`.
-fn has_hybrid_floors(overlay: &str) -> bool {
-    overlay
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|t| t.get("search")?.get("match_hybrid").cloned())
-        .is_some()
-}
 
 /// A share as a percentage with one decimal.
 fn percent(v: &serde_json::Value) -> String {

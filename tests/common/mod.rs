@@ -38,6 +38,20 @@ pub fn toolreg(cwd: &Path, args: &[&str]) -> Output {
         .expect("toolreg runs")
 }
 
+/// `toolreg learn --definitions DEFS --queries QUERIES`, then `extra` (e.g. `--out-of-scope F`),
+/// run in `cwd`.
+pub fn learn(cwd: &Path, defs: &Path, queries: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "learn",
+        "--definitions",
+        defs.to_str().unwrap(),
+        "--queries",
+        queries.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    toolreg(cwd, &args)
+}
+
 /// A toolreg run (no stdin) whose approvals live in `approvals`, never the user's own file.
 pub fn toolreg_approved_by(approvals: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolreg"))

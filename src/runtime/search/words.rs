@@ -35,50 +35,54 @@ pub(super) fn phrasing() -> &'static Phrasing {
 /// catalog with a `give` or `help` op it would outrank what was asked. Unchanged when no
 /// framing occurs, or when nothing but framing and stop-words would be left.
 pub(super) fn without_framing(query: &str) -> std::borrow::Cow<'_, str> {
-    let framing = &phrasing().framing;
-    // Each word's byte range, lowercased as `raw_words` splits them.
-    let mut spans: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-    let mut start = None;
-    for (i, c) in query
-        .char_indices()
-        .chain(std::iter::once((query.len(), ' ')))
-    {
-        match (c.is_alphanumeric() && i < query.len(), start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                spans.push((s..i, query[s..i].to_lowercase()));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    let mut cut: Vec<std::ops::Range<usize>> = Vec::new();
-    for phrase in framing {
-        let words: Vec<&str> = phrase.split_whitespace().collect();
-        for w in spans.windows(words.len()) {
-            if w.iter().zip(&words).all(|((_, a), b)| a == b) {
-                cut.extend(
-                    w.iter()
-                        .filter(|(_, a)| !is_stop(a))
-                        .map(|(r, _)| r.clone()),
-                );
+    let words: Vec<&str> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    // Framing words are ASCII, so a word of the query matches one ignoring ASCII case.
+    let mut cut = vec![false; words.len()];
+    for phrase in framing() {
+        for (i, w) in words.windows(phrase.len()).enumerate() {
+            if w.iter().zip(phrase).all(|(a, b)| a.eq_ignore_ascii_case(b)) {
+                for (j, b) in phrase.iter().enumerate() {
+                    cut[i + j] |= !is_stop(b);
+                }
             }
         }
     }
-    if cut.is_empty() {
+    let asked = || {
+        words
+            .iter()
+            .zip(&cut)
+            .any(|(w, c)| !c && !is_stop(&w.to_lowercase()))
+    };
+    if !cut.contains(&true) || !asked() {
         return std::borrow::Cow::Borrowed(query);
     }
-    let asked = spans.iter().any(|(r, a)| !is_stop(a) && !cut.contains(r));
-    if !asked {
-        return std::borrow::Cow::Borrowed(query);
+    // Each cut word becomes a space; `words` are slices of `query`, so their offsets are exact.
+    let mut out = String::with_capacity(query.len());
+    let mut from = 0;
+    for (w, _) in words.iter().zip(&cut).filter(|(_, c)| **c) {
+        let start = w.as_ptr() as usize - query.as_ptr() as usize;
+        out.push_str(&query[from..start]);
+        out.push(' ');
+        from = start + w.len();
     }
-    let mut out = query.to_string();
-    cut.sort_by_key(|r| std::cmp::Reverse(r.start));
-    cut.dedup();
-    for r in cut {
-        out.replace_range(r, " ");
-    }
+    out.push_str(&query[from..]);
     std::borrow::Cow::Owned(out)
+}
+
+/// phrasing.json's `framing` phrases, each as its words (split once).
+fn framing() -> &'static [Vec<String>] {
+    static WORDS: std::sync::OnceLock<Vec<Vec<String>>> = std::sync::OnceLock::new();
+    WORDS.get_or_init(|| {
+        phrasing()
+            .framing
+            .iter()
+            .map(|p| p.split_whitespace().map(str::to_lowercase).collect())
+            .filter(|words: &Vec<String>| !words.is_empty())
+            .collect()
+    })
 }
 
 /// Lowercase words of a text as typed (no stop-words removed, no stemming).
@@ -221,4 +225,28 @@ pub fn stem(w: &str) -> String {
         s.truncate(s.len() - 1);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_framing;
+
+    #[test]
+    fn framing_words_become_spaces_and_the_rest_is_kept_byte_for_byte() {
+        assert_eq!(
+            without_framing("Tell me, café-wise: the forecast"),
+            "  me, café-wise: the forecast"
+        );
+        assert_eq!(
+            without_framing("über Wetter? GIVE ME it"),
+            "über Wetter?   ME it"
+        );
+        // Nothing else asked, or no framing: the query as it was.
+        assert_eq!(without_framing("tell me"), "tell me");
+        assert_eq!(without_framing("tell a joke"), "tell a joke");
+        assert!(matches!(
+            without_framing("tell a joke"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 }
