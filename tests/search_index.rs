@@ -53,7 +53,7 @@ fn a_written_index_answers_as_a_built_one() {
         let asked = queries(&reg);
         // What a cold `toolreg search` loads: the registry as search sees it, from search.json.
         let (view, view_index) =
-            SearchIndex::read_artifact(artifact.as_bytes(), &reg.registry_version)
+            SearchIndex::read_artifact(artifact.clone().into_bytes(), &reg.registry_version)
                 .expect("the registry and index of this registry are read");
         assert!(view
             .ops
@@ -113,36 +113,65 @@ fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
     }
     let cut = &artifact.as_bytes()[..artifact.len() / 2];
     assert!(SearchIndex::from_artifact(cut, &reg.registry_version).is_none());
-    assert!(SearchIndex::read_artifact(cut, &reg.registry_version).is_none());
-    assert!(SearchIndex::read_artifact(artifact.as_bytes(), "b3:0000000000000000").is_none());
+    assert!(SearchIndex::read_artifact(cut.to_vec(), &reg.registry_version).is_none());
+    assert!(
+        SearchIndex::read_artifact(artifact.clone().into_bytes(), "b3:0000000000000000").is_none()
+    );
     assert!(SearchIndex::from_artifact(b"{}", &reg.registry_version).is_none());
 
-    // Posting lists are packed (base64 of little-endian op index and weight): a list that names
-    // an op past the last one, or is not whole entries, refuses the file; it never indexes out
-    // of bounds.
+    // Posting lists are packed (base64 of little-endian op index and weight) and decoded when
+    // a query first reads their term. A list that is not whole entries refuses the file; one
+    // that names an op past the last one is found on first use and finds nothing: it never
+    // indexes out of bounds, and the other terms answer as before.
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD;
     let file: Value = serde_json::from_str(&artifact).unwrap();
-    let (term, list) = file["index"]["postings"]
-        .as_object()
-        .unwrap()
+    let postings = file["index"]["postings"].as_object().unwrap();
+    let (term, list) = postings
         .iter()
-        .next()
+        .max_by_key(|(_, l)| l.as_str().unwrap().len())
         .unwrap();
     let list = list.as_str().unwrap();
     let mut bytes = b64.decode(list).unwrap();
     let last = bytes.len() - 12;
     bytes[last..last + 4].copy_from_slice(&u32::MAX.to_le_bytes());
-    for damaged in [b64.encode(&bytes), b64.encode(&bytes[..bytes.len() - 1])] {
+    let edit = |damaged: String| {
         let edited = artifact.replacen(
             &format!("\"{term}\":\"{list}\""),
             &format!("\"{term}\":\"{damaged}\""),
             1,
         );
         assert_ne!(edited, artifact);
-        assert!(SearchIndex::from_artifact(edited.as_bytes(), &reg.registry_version).is_none());
-        assert!(SearchIndex::read_artifact(edited.as_bytes(), &reg.registry_version).is_none());
-    }
+        edited
+    };
+    let torn = edit(b64.encode(&bytes[..bytes.len() - 1]));
+    assert!(SearchIndex::from_artifact(torn.as_bytes(), &reg.registry_version).is_none());
+    assert!(SearchIndex::read_artifact(torn.into_bytes(), &reg.registry_version).is_none());
+    let past = edit(b64.encode(&bytes));
+    let (view, index) = SearchIndex::read_artifact(past.into_bytes(), &reg.registry_version)
+        .expect("whole entries are read; what they name is checked on use");
+    let mut damaged = Gateway::for_search(view);
+    damaged.set_search_index(index);
+    let mut whole = Gateway::for_search(reg.clone());
+    whole.set_search_index(
+        SearchIndex::from_artifact(artifact.as_bytes(), &reg.registry_version).unwrap(),
+    );
+    let other = postings.keys().find(|t| *t != term).unwrap();
+    let hits = |gw: &Gateway, q: &str| {
+        serde_json::to_value(gw.search(&SearchRequest::query(q.to_string()))).unwrap()["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["op"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    // Asked for, the damaged term answers (never past the ops) without its list.
+    assert!(
+        !hits(&whole, term).is_empty(),
+        "`{term}` finds ops in the whole index"
+    );
+    assert_ne!(hits(&damaged, term), hits(&whole, term), "`{term}`");
+    assert_eq!(hits(&damaged, other), hits(&whole, other), "`{other}`");
 }
 
 /// The CLI reads the build's index and, when the file is torn or stale, answers exactly as

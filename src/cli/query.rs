@@ -145,6 +145,8 @@ pub(super) fn search(
             }
         }
     }
+    // The process ends here: freeing every op record one by one is work nobody waits for.
+    std::mem::forget(gw);
     ExitCode::SUCCESS
 }
 

@@ -178,16 +178,21 @@ impl RegistryFile {
     /// version could only be read by parsing. Each file is read and parsed once at most.
     fn load_for_search(&self, dir: &std::path::Path) -> Result<toolreg::runtime::Gateway, String> {
         use toolreg::runtime::search::{SearchIndex, INDEX_FILE};
-        let mut artifact = std::fs::read(dir.join(INDEX_FILE)).ok();
-        if let (Some(bytes), Some(version)) = (&artifact, registry_version_of(&self.registry)) {
-            if let Some((reg, index)) = SearchIndex::read_artifact(bytes, &version) {
-                let mut gw = toolreg::runtime::Gateway::for_search(reg);
-                gw.set_search_index(index);
-                return Ok(gw);
+        let artifact = std::fs::read(dir.join(INDEX_FILE)).ok();
+        let version = registry_version_of(&self.registry);
+        let artifact = match (artifact, version) {
+            (Some(bytes), Some(version)) => {
+                if let Some((reg, index)) = SearchIndex::read_artifact(bytes, &version) {
+                    let mut gw = toolreg::runtime::Gateway::for_search(reg);
+                    gw.set_search_index(index);
+                    return Ok(gw);
+                }
+                // Not this registry's (or torn): not read again below.
+                None
             }
-            // Not this registry's (or torn): not read again below.
-            artifact = None;
-        }
+            (artifact, None) => artifact,
+            (None, Some(_)) => None,
+        };
         let reg = toolreg::registry::Registry::from_slice(&read(&self.registry)?)
             .map_err(|e| e.to_string())?;
         let mut gw = toolreg::runtime::Gateway::for_search(reg);

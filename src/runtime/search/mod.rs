@@ -293,13 +293,13 @@ pub struct SearchIndex {
     /// term -> (op index, its BM25F term weight: field tfs weighted and length-normalized).
     /// Query-independent, so computed once; a query only touches its terms' postings.
     #[serde(with = "packed")]
-    postings: HashMap<String, Vec<(u32, f64)>>,
+    postings: packed::Lists<f64>,
     /// term -> inverse document frequency.
     #[serde(serialize_with = "sorted")]
     idf: HashMap<String, f64>,
     /// term -> (op index, which structural parts hold it: ENTITY | ACTION | QUALIFIER bits).
     #[serde(with = "packed")]
-    structure: HashMap<String, Vec<(u32, u8)>>,
+    structure: packed::Lists<u8>,
     #[serde(serialize_with = "sorted")]
     synonyms: HashMap<String, Vec<String>>,
     write_actions: Vec<String>,
@@ -355,7 +355,7 @@ pub const INDEX_FILE: &str = "search.json";
 
 /// Bumped whenever what the index holds, or how search reads it, changes; an index of another
 /// format (or another toolreg version, or registry) is not read: search builds its own.
-pub const INDEX_FORMAT: u32 = 2;
+pub const INDEX_FORMAT: u32 = 3;
 
 /// The header of `search.json`: what it was built from and by.
 #[derive(Serialize, Deserialize)]
@@ -375,34 +375,177 @@ impl IndexHeader {
     }
 }
 
-/// The registry as a search with a built index reads it: every op's name, tool names, group,
-/// entity, action, kind, summary and argument list (for usage lines), the tree and the settings;
-/// without descriptions, schemas, examples, phrasings, policies and pins, which only building
-/// the index reads (`tests/search_index.rs` proves the answers are the same).
-fn search_view(reg: &Registry) -> Registry {
-    let mut view = reg.clone();
-    for r in view.ops.values_mut() {
-        r.description = String::new();
-        // `false` validates nothing: an exec through this view fails closed, never runs a call
-        // its real schema would refuse.
-        r.parameters_schema = Value::Bool(false);
-        r.output_schema = None;
-        r.examples = Vec::new();
-        r.policy = None;
-        r.pin = None;
-        r.when_to_use = None;
-        r.queries = Vec::new();
-        r.annotations = None;
-        // Hits take their usage lines from the index; nothing else at query time reads these.
-        r.args = Vec::new();
-        r.id_args = Vec::new();
-        r.id_discovery = Vec::new();
-        r.arg_aliases = Default::default();
-        r.tags = Vec::new();
+/// One op as a cold search reads it from `search.json`: what search answers show or filter on
+/// (names, group, entity, action, kind, flags, summary, aliases, required arguments), without
+/// descriptions, schemas, argument lists, examples, phrasings, policies, pins or the source,
+/// which only building the index reads (`tests/search_index.rs` proves the answers are the
+/// same). Fields at their defaults are left out, and the op's name is the index's: the records
+/// are parsed on every cold search, and at 10,000 ops parsing full records was most of its time.
+#[derive(Serialize)]
+struct ViewRecordOut<'a> {
+    tool_name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    provider_name: &'a str,
+    summary: &'a str,
+    group: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    entity: Option<&'a str>,
+    action: &'a str,
+    kind: Kind,
+    #[serde(skip_serializing_if = "is_false")]
+    destructive: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    dry_run_default: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    hidden: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pass_unknown_arguments: bool,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    aliases: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    required_args: &'a [String],
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl<'a> ViewRecordOut<'a> {
+    fn of(r: &'a OpRecord) -> Self {
+        ViewRecordOut {
+            tool_name: &r.tool_name,
+            // Most tools keep their provider's name: written only when it differs.
+            provider_name: if r.provider_name == r.tool_name {
+                ""
+            } else {
+                &r.provider_name
+            },
+            summary: &r.summary,
+            group: &r.group,
+            entity: r.entity.as_deref(),
+            action: &r.action,
+            kind: r.kind,
+            destructive: r.destructive,
+            dry_run_default: r.dry_run_default,
+            hidden: r.hidden,
+            pass_unknown_arguments: r.pass_unknown_arguments,
+            aliases: &r.aliases,
+            display: r.display.as_deref(),
+            required_args: &r.required_args,
+        }
     }
-    view.quarantined = Vec::new();
-    view.upstreams = Default::default();
-    view
+}
+
+/// [`ViewRecordOut`] read back.
+#[derive(Deserialize)]
+struct ViewRecordIn {
+    tool_name: String,
+    #[serde(default)]
+    provider_name: String,
+    summary: String,
+    group: String,
+    #[serde(default)]
+    entity: Option<String>,
+    action: String,
+    kind: Kind,
+    #[serde(default)]
+    destructive: bool,
+    #[serde(default)]
+    dry_run_default: bool,
+    #[serde(default)]
+    hidden: bool,
+    #[serde(default)]
+    pass_unknown_arguments: bool,
+    #[serde(default)]
+    aliases: Vec<String>,
+    #[serde(default)]
+    display: Option<String>,
+    #[serde(default)]
+    required_args: Vec<String>,
+}
+
+impl ViewRecordIn {
+    /// The op record search reads, named `op`. Its schema is `false`: an exec through the view
+    /// fails closed, never runs a call its real schema would refuse.
+    fn into_record(self, op: String) -> OpRecord {
+        let provider_name = if self.provider_name.is_empty() {
+            self.tool_name.clone()
+        } else {
+            self.provider_name
+        };
+        OpRecord {
+            op,
+            tool_name: self.tool_name,
+            provider_name,
+            description: String::new(),
+            summary: self.summary,
+            parameters_schema: Value::Bool(false),
+            output_schema: None,
+            group: self.group,
+            entity: self.entity,
+            action: self.action,
+            kind: self.kind,
+            destructive: self.destructive,
+            dry_run_default: self.dry_run_default,
+            hidden: self.hidden,
+            pass_unknown_arguments: self.pass_unknown_arguments,
+            tags: Vec::new(),
+            aliases: self.aliases,
+            when_to_use: None,
+            queries: Vec::new(),
+            display: self.display,
+            args: Vec::new(),
+            required_args: self.required_args,
+            id_args: Vec::new(),
+            id_discovery: Vec::new(),
+            arg_aliases: BTreeMap::new(),
+            examples: Vec::new(),
+            policy: None,
+            annotations: None,
+            source: crate::model::registry::Source {
+                file: String::new(),
+                index: 0,
+                pointer: String::new(),
+            },
+            pin: None,
+        }
+    }
+}
+
+/// The registry's top level (tree, settings, profiles) without its ops, which `search.json`
+/// holds as [`ViewRecordOut`]s, and without quarantined tools and upstreams.
+fn search_view_head(reg: &Registry) -> Registry {
+    Registry {
+        ops: BTreeMap::new(),
+        quarantined: Vec::new(),
+        upstreams: BTreeMap::new(),
+        ..clone_head(reg)
+    }
+}
+
+/// `reg` without cloning its ops.
+fn clone_head(reg: &Registry) -> Registry {
+    Registry {
+        name: reg.name.clone(),
+        description: reg.description.clone(),
+        generator: reg.generator.clone(),
+        format_version: reg.format_version,
+        registry_version: reg.registry_version.clone(),
+        counts: reg.counts.clone(),
+        tree: reg.tree.clone(),
+        ops: BTreeMap::new(),
+        profiles: reg.profiles.clone(),
+        gateway: reg.gateway.clone(),
+        budgets: reg.budgets.clone(),
+        synonyms: reg.synonyms.clone(),
+        clusters: reg.clusters.clone(),
+        upstreams: BTreeMap::new(),
+        search: reg.search.clone(),
+        access: reg.access.clone(),
+        quarantined: Vec::new(),
+    }
 }
 
 impl SearchIndex {
@@ -424,7 +567,13 @@ impl SearchIndex {
         out.push_str(",\"index\":");
         out.push_str(&serde_json::to_string(&index).expect("the index serializes"));
         out.push_str(",\"registry\":");
-        out.push_str(&serde_json::to_string(&search_view(reg)).expect("the registry serializes"));
+        out.push_str(
+            &serde_json::to_string(&search_view_head(reg)).expect("the registry serializes"),
+        );
+        // In the index's op order (the registry's), so the i-th record is op `index.ops[i]`.
+        let records: Vec<ViewRecordOut> = reg.ops.values().map(ViewRecordOut::of).collect();
+        out.push_str(",\"records\":");
+        out.push_str(&serde_json::to_string(&records).expect("the records serialize"));
         out.push_str("}\n");
         out
     }
@@ -433,23 +582,46 @@ impl SearchIndex {
     /// built by this toolreg in this format for `registry_version` (the version of the
     /// `registry.json` beside it); `None` otherwise. The registry lacks what only building the
     /// index reads (descriptions, schemas, examples, phrasings, policies, pins): it serves
-    /// search and eval, never exec or help.
-    pub fn read_artifact(bytes: &[u8], registry_version: &str) -> Option<(Registry, SearchIndex)> {
+    /// search and eval, never exec or help. The bytes are taken so they are freed once parsed,
+    /// before the op records are made: a cold search's peak memory is the larger of the two.
+    pub fn read_artifact(
+        bytes: Vec<u8>,
+        registry_version: &str,
+    ) -> Option<(Registry, SearchIndex)> {
         #[derive(Deserialize)]
         struct File {
             header: IndexHeader,
             index: SearchIndex,
             registry: Registry,
+            records: Vec<ViewRecordIn>,
         }
-        let file: File = serde_json::from_slice(bytes).ok()?;
-        if !file.header.is_current(registry_version)
-            || file.registry.registry_version != registry_version
-            || file.registry.format_version != crate::model::registry::FORMAT_VERSION
+        let parsed = serde_json::from_slice::<File>(&bytes);
+        drop(bytes);
+        let File {
+            header,
+            index,
+            mut registry,
+            records,
+        } = parsed.ok()?;
+        if !header.is_current(registry_version)
+            || registry.registry_version != registry_version
+            || registry.format_version != crate::model::registry::FORMAT_VERSION
+            || !registry.ops.is_empty()
+            || records.len() != index.ops.len()
         {
             return None;
         }
-        (file.index.is_sound() && file.index.indexes(&file.registry))
-            .then_some((file.registry, file.index))
+        let index = index.sound()?;
+        // The index's names are in order (`sound`): the map is built from sorted input in one
+        // pass. (Inserting each record as it is made measured no smaller at the peak, which is
+        // while the file is parsed, and slower.)
+        registry.ops = index
+            .ops
+            .iter()
+            .zip(records)
+            .map(|(op, r)| (op.clone(), r.into_record(op.clone())))
+            .collect();
+        Some((registry, index))
     }
 
     /// The index in `bytes` (a `search.json`), when it was built for `registry_version` by
@@ -464,7 +636,7 @@ impl SearchIndex {
         if !file.header.is_current(registry_version) {
             return None;
         }
-        file.index.is_sound().then_some(file.index)
+        file.index.sound()
     }
 
     /// Whether this index was built over exactly `reg`'s ops, in order (index i is the i-th
@@ -473,18 +645,17 @@ impl SearchIndex {
         self.ops.len() == reg.ops.len() && self.ops.iter().eq(reg.ops.keys())
     }
 
-    /// Whether every posting names an op of the index, in increasing order (what scoring and
-    /// `holds` rely on): a damaged file fails closed, never indexes past the ops.
-    fn is_sound(&self) -> bool {
-        fn ordered<V>(list: &[(u32, V)], ops: usize) -> bool {
-            list.windows(2).all(|w| w[0].0 < w[1].0)
-                && list.last().is_none_or(|(d, _)| (*d as usize) < ops)
-        }
+    /// The index, when its op names are in order with a usage line each (what scoring and the
+    /// registry view rely on), its posting lists bound to its ops: a damaged list is found
+    /// when a query first reads it and never indexes past the ops (`packed::Lists::get`).
+    fn sound(mut self) -> Option<Self> {
         let ops = self.ops.len();
-        self.usage.len() == ops
-            && self.ops.windows(2).all(|w| w[0] < w[1])
-            && self.postings.values().all(|l| ordered(l, ops))
-            && self.structure.values().all(|l| ordered(l, ops))
+        if self.usage.len() != ops || !self.ops.windows(2).all(|w| w[0] < w[1]) {
+            return None;
+        }
+        self.postings.bound(ops);
+        self.structure.bound(ops);
+        Some(self)
     }
 }
 
@@ -642,9 +813,9 @@ impl SearchIndex {
             structure_df,
             ops,
             usage,
-            postings,
+            postings: packed::Lists::built(postings, docs.len()),
             idf,
-            structure,
+            structure: packed::Lists::built(structure, docs.len()),
             synonyms,
             write_actions,
             limits: SearchLimits::default(),
