@@ -186,101 +186,129 @@ fn sibling(name_pointer: &str, field: &str) -> String {
     format!("{base}/{field}")
 }
 
-fn texts(t: &RawTool) -> Vec<Text<'_>> {
+/// The tool's texts in a fixed order. With `placed`, each with its pointer and what it is; else
+/// with neither (empty): the rules need only the text, and most tools have no finding to place,
+/// so the pointers and labels are made only for a tool that has one (a tenth of the lint's time
+/// at 10,000 tools went to making them).
+fn texts(t: &RawTool, placed: bool) -> Vec<Text<'_>> {
     let mut out = Vec::new();
+    let place = |s: &dyn Fn() -> String| if placed { s() } else { String::new() };
     if !t.description.is_empty() {
         out.push(Text {
-            pointer: sibling(&t.name_pointer, "description"),
-            what: "description".into(),
+            pointer: place(&|| sibling(&t.name_pointer, "description")),
+            what: place(&|| "description".into()),
             text: &t.description,
             is_description: true,
         });
     }
     if let Some(title) = t.annotations.as_ref().and_then(|a| a.title.as_deref()) {
         out.push(Text {
-            pointer: sibling(&t.name_pointer, "annotations/title"),
-            what: "title".into(),
+            pointer: place(&|| sibling(&t.name_pointer, "annotations/title")),
+            what: place(&|| "title".into()),
             text: title,
             is_description: false,
         });
     }
-    schema_texts(&t.parameters, &t.parameters_pointer, "", &mut out);
+    let mut walk = Walk { placed, out };
+    walk.schema(&t.parameters, &t.parameters_pointer, "");
     // A declared result's texts reach the typed clients and the code-mode tree a model reads.
     if let Some(output) = &t.output_schema {
-        schema_texts(output, &t.output_pointer, "result", &mut out);
+        walk.schema(output, &t.output_pointer, "result");
     }
-    out
+    walk.out
 }
 
-/// Descriptions, titles, enum values, examples, defaults and constants anywhere in a schema.
-fn schema_texts<'a>(v: &'a Value, pointer: &str, arg: &str, out: &mut Vec<Text<'a>>) {
-    let is_result = pointer.contains("/outputSchema") || pointer.contains("/output_schema");
-    // A declared result's texts are walked with `result` as their root name.
-    let label = |field: &str| match arg.strip_prefix("result") {
-        _ if arg.is_empty() => format!("parameters: {field}"),
-        Some("") if is_result => format!("result: {field}"),
-        Some(rest) if is_result => {
-            format!("result field `{}`: {field}", rest.trim_start_matches('.'))
-        }
-        _ => format!("argument `{arg}`: {field}"),
-    };
-    match v {
-        Value::Object(map) => {
-            for (k, x) in map {
-                let here = format!("{pointer}/{}", escape_pointer(k));
-                match (k.as_str(), x) {
-                    ("description" | "title" | "default" | "const", Value::String(s)) => {
-                        out.push(Text {
-                            pointer: here,
-                            what: label(k),
-                            text: s,
-                            is_description: false,
-                        })
-                    }
-                    ("enum" | "examples", Value::Array(items)) => {
-                        for (i, item) in items.iter().enumerate() {
-                            if let Value::String(s) = item {
-                                out.push(Text {
-                                    pointer: format!("{here}/{i}"),
-                                    what: label(&format!("{k} value")),
-                                    text: s,
-                                    is_description: false,
-                                });
+/// Collects a schema's texts, placed or not (see [`texts`]).
+struct Walk<'a> {
+    placed: bool,
+    out: Vec<Text<'a>>,
+}
+
+impl<'a> Walk<'a> {
+    /// Descriptions, titles, enum values, examples, defaults and constants anywhere in a
+    /// schema, and argument names. Unplaced, the pointers and argument paths stay empty.
+    fn schema(&mut self, v: &'a Value, pointer: &str, arg: &str) {
+        let placed = self.placed;
+        let is_result = pointer.contains("/outputSchema") || pointer.contains("/output_schema");
+        // A declared result's texts are walked with `result` as their root name.
+        let label = |field: &str| match arg.strip_prefix("result") {
+            _ if !placed => String::new(),
+            _ if arg.is_empty() => format!("parameters: {field}"),
+            Some("") if is_result => format!("result: {field}"),
+            Some(rest) if is_result => {
+                format!("result field `{}`: {field}", rest.trim_start_matches('.'))
+            }
+            _ => format!("argument `{arg}`: {field}"),
+        };
+        let join = |base: &str, key: &str| {
+            if placed {
+                format!("{base}/{}", escape_pointer(key))
+            } else {
+                String::new()
+            }
+        };
+        match v {
+            Value::Object(map) => {
+                for (k, x) in map {
+                    let here = join(pointer, k);
+                    match (k.as_str(), x) {
+                        ("description" | "title" | "default" | "const", Value::String(s)) => {
+                            self.out.push(Text {
+                                pointer: here,
+                                what: label(k),
+                                text: s,
+                                is_description: false,
+                            })
+                        }
+                        ("enum" | "examples", Value::Array(items)) => {
+                            for (i, item) in items.iter().enumerate() {
+                                if let Value::String(s) = item {
+                                    self.out.push(Text {
+                                        pointer: join(&here, &i.to_string()),
+                                        what: label(&format!("{k} value")),
+                                        text: s,
+                                        is_description: false,
+                                    });
+                                }
                             }
                         }
-                    }
-                    ("properties", Value::Object(props)) => {
-                        for (name, sub) in props {
-                            let path = if arg.is_empty() {
-                                name.clone()
-                            } else {
-                                format!("{arg}.{name}")
-                            };
-                            let p = format!("{here}/{}", escape_pointer(name));
-                            // The name itself: models read it, code generators write it.
-                            out.push(Text {
-                                pointer: p.clone(),
-                                what: format!(
-                                    "argument name `{}`",
-                                    crate::diag::escape_controls(&path)
-                                ),
-                                text: name,
-                                is_description: false,
-                            });
-                            schema_texts(sub, &p, &path, out);
+                        ("properties", Value::Object(props)) => {
+                            for (name, sub) in props {
+                                let path = match () {
+                                    _ if !placed => String::new(),
+                                    _ if arg.is_empty() => name.clone(),
+                                    _ => format!("{arg}.{name}"),
+                                };
+                                let p = join(&here, name);
+                                // The name itself: models read it, code generators write it.
+                                self.out.push(Text {
+                                    pointer: p.clone(),
+                                    what: if placed {
+                                        format!(
+                                            "argument name `{}`",
+                                            crate::diag::escape_controls(&path)
+                                        )
+                                    } else {
+                                        String::new()
+                                    },
+                                    text: name,
+                                    is_description: false,
+                                });
+                                self.schema(sub, &p, &path);
+                            }
                         }
+                        (_, Value::Object(_) | Value::Array(_)) => self.schema(x, &here, arg),
+                        _ => {}
                     }
-                    (_, Value::Object(_) | Value::Array(_)) => schema_texts(x, &here, arg, out),
-                    _ => {}
                 }
             }
-        }
-        Value::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                schema_texts(x, &format!("{pointer}/{i}"), arg, out);
+            Value::Array(items) => {
+                for (i, x) in items.iter().enumerate() {
+                    self.schema(x, &join(pointer, &i.to_string()), arg);
+                }
             }
+            _ => {}
         }
-        _ => {}
     }
 }
 
@@ -466,7 +494,12 @@ pub fn flagged(description: &str, schema: &Value) -> Vec<Flag> {
             is_description: true,
         });
     }
-    schema_texts(schema, "/parameters_schema", "", &mut texts);
+    let mut walk = Walk {
+        placed: true,
+        out: texts,
+    };
+    walk.schema(schema, "/parameters_schema", "");
+    let texts = walk.out;
     let no_names = HashMap::new();
     let mut out = Vec::new();
     for text in &texts {
@@ -524,14 +557,21 @@ pub fn check(tools: &[Tool], loaded: &Loaded, lo: &LoadedOverlay, diags: &mut Di
         // Only third-party text is checked for other servers' tool names: a team's own catalog
         // may well tell the model how its tools fit together.
         let names = if t.third_party { &names } else { &no_names };
-        for text in texts(&t.raw) {
+        let bare = texts(&t.raw, false);
+        let mut placed: Option<Vec<Text>> = None;
+        for (i, text) in bare.iter().enumerate() {
             let found = if text.is_description || t.third_party {
-                findings(&text, t.raw.file, median, names)
+                findings(text, t.raw.file, median, names)
             } else {
                 seen.entry(text.text)
-                    .or_insert_with(|| findings(&text, t.raw.file, median, names))
+                    .or_insert_with(|| findings(text, t.raw.file, median, names))
                     .clone()
             };
+            if found.is_empty() {
+                continue;
+            }
+            // The same texts in the same order, now with where each is and what it is.
+            let text = &placed.get_or_insert_with(|| texts(&t.raw, true))[i];
             for (rule, evidence) in found {
                 let level = tuned.and_then(|m| m.get(&rule.id)).map(|l| l.level);
                 let severity = match (rule.error, level) {
@@ -629,8 +669,25 @@ mod tests {
                 "n": {"type": "object", "properties": {"m": {"title": "t", "examples": ["e"]}}},
             },
         });
-        let mut out = Vec::new();
-        schema_texts(&schema, "/tools/0/inputSchema", "", &mut out);
+        let walked = |placed| {
+            let mut walk = Walk {
+                placed,
+                out: Vec::new(),
+            };
+            walk.schema(&schema, "/tools/0/inputSchema", "");
+            walk.out
+        };
+        let out = walked(true);
+        // Unplaced, the same texts in the same order (a finding is placed by its index), with
+        // no pointer or label made.
+        let bare = walked(false);
+        assert_eq!(
+            bare.iter().map(|t| t.text).collect::<Vec<_>>(),
+            out.iter().map(|t| t.text).collect::<Vec<_>>()
+        );
+        assert!(bare
+            .iter()
+            .all(|t| t.pointer.is_empty() && t.what.is_empty()));
         let got: Vec<(String, String, &str)> = out
             .iter()
             .map(|t| (t.pointer.clone(), t.what.clone(), t.text))
