@@ -61,25 +61,7 @@ pub fn render(reg: &Registry, registry: &str, help: &str) -> Option<(String, Str
         tools.insert(r.provider_name.clone(), r.op.clone());
     }
     tools.retain(|name, op| name != op && !reg.ops.contains_key(name));
-    let head = Registry {
-        name: reg.name.clone(),
-        description: reg.description.clone(),
-        generator: reg.generator.clone(),
-        format_version: reg.format_version,
-        registry_version: reg.registry_version.clone(),
-        counts: reg.counts.clone(),
-        tree: BTreeMap::new(),
-        ops: BTreeMap::new(),
-        profiles: reg.profiles.clone(),
-        gateway: reg.gateway.clone(),
-        budgets: reg.budgets.clone(),
-        synonyms: reg.synonyms.clone(),
-        clusters: reg.clusters.clone(),
-        upstreams: reg.upstreams.clone(),
-        search: reg.search.clone(),
-        access: reg.access.clone(),
-        quarantined: reg.quarantined.clone(),
-    };
+    let head = reg.head();
     let lookup = Lookup {
         generator: GENERATOR.into(),
         registry_version: reg.registry_version.clone(),

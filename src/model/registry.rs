@@ -545,6 +545,30 @@ pub enum LoadError {
 }
 
 impl Registry {
+    /// The registry's top level without its ops and tree (cloned; the ops are most of a
+    /// registry): what an artifact that reads ops elsewhere keeps of it.
+    pub fn head(&self) -> Registry {
+        Registry {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            generator: self.generator.clone(),
+            format_version: self.format_version,
+            registry_version: self.registry_version.clone(),
+            counts: self.counts.clone(),
+            tree: BTreeMap::new(),
+            ops: BTreeMap::new(),
+            profiles: self.profiles.clone(),
+            gateway: self.gateway.clone(),
+            budgets: self.budgets.clone(),
+            synonyms: self.synonyms.clone(),
+            clusters: self.clusters.clone(),
+            upstreams: self.upstreams.clone(),
+            search: self.search.clone(),
+            access: self.access.clone(),
+            quarantined: self.quarantined.clone(),
+        }
+    }
+
     /// Parses `registry.json` bytes.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, LoadError> {
         let reg: Registry = serde_json::from_slice(bytes)?;

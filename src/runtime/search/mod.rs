@@ -518,33 +518,10 @@ impl ViewRecordIn {
 /// holds as [`ViewRecordOut`]s, and without quarantined tools and upstreams.
 fn search_view_head(reg: &Registry) -> Registry {
     Registry {
-        ops: BTreeMap::new(),
-        quarantined: Vec::new(),
-        upstreams: BTreeMap::new(),
-        ..clone_head(reg)
-    }
-}
-
-/// `reg` without cloning its ops.
-fn clone_head(reg: &Registry) -> Registry {
-    Registry {
-        name: reg.name.clone(),
-        description: reg.description.clone(),
-        generator: reg.generator.clone(),
-        format_version: reg.format_version,
-        registry_version: reg.registry_version.clone(),
-        counts: reg.counts.clone(),
         tree: reg.tree.clone(),
-        ops: BTreeMap::new(),
-        profiles: reg.profiles.clone(),
-        gateway: reg.gateway.clone(),
-        budgets: reg.budgets.clone(),
-        synonyms: reg.synonyms.clone(),
-        clusters: reg.clusters.clone(),
-        upstreams: BTreeMap::new(),
-        search: reg.search.clone(),
-        access: reg.access.clone(),
         quarantined: Vec::new(),
+        upstreams: BTreeMap::new(),
+        ..reg.head()
     }
 }
 

@@ -61,10 +61,14 @@ impl<V: Packed> Lists<V> {
         let map = map
             .into_iter()
             .map(|(term, list)| {
-                let decoded = OnceLock::new();
-                let _ = decoded.set(list);
-                let packed = Box::default();
-                (term, List { packed, decoded })
+                let decoded = OnceLock::from(list);
+                (
+                    term,
+                    List {
+                        packed: Box::default(),
+                        decoded,
+                    },
+                )
             })
             .collect();
         Lists { map, ops }
