@@ -48,8 +48,9 @@ fn a_written_index_answers_as_a_built_one() {
             SearchIndex::to_artifact(&reg),
             "{defs}: the same bytes every time"
         );
-        let index = SearchIndex::from_artifact(artifact.as_bytes(), &reg.registry_version)
-            .expect("the index of this registry is read");
+        let index =
+            SearchIndex::from_artifact(artifact.clone().into_bytes(), &reg.registry_version)
+                .expect("the index of this registry is read");
         let asked = queries(&reg);
         // What a cold `toolreg search` loads: the registry as search sees it, from search.json.
         let (view, view_index) =
@@ -98,7 +99,9 @@ fn a_written_index_answers_as_a_built_one() {
 fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
     let reg = registry("definitions");
     let artifact = SearchIndex::to_artifact(&reg);
-    assert!(SearchIndex::from_artifact(artifact.as_bytes(), "b3:0000000000000000").is_none());
+    assert!(
+        SearchIndex::from_artifact(artifact.clone().into_bytes(), "b3:0000000000000000").is_none()
+    );
     let format = format!("\"index_format\":{INDEX_FORMAT}");
     for (from, to) in [
         (format.as_str(), "\"index_format\":999"),
@@ -107,26 +110,27 @@ fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
         let edited = artifact.replacen(from, to, 1);
         assert_ne!(edited, artifact);
         assert!(
-            SearchIndex::from_artifact(edited.as_bytes(), &reg.registry_version).is_none(),
+            SearchIndex::from_artifact(edited.into_bytes(), &reg.registry_version).is_none(),
             "{to}"
         );
     }
     let cut = &artifact.as_bytes()[..artifact.len() / 2];
-    assert!(SearchIndex::from_artifact(cut, &reg.registry_version).is_none());
+    assert!(SearchIndex::from_artifact(cut.to_vec(), &reg.registry_version).is_none());
     assert!(SearchIndex::read_artifact(cut.to_vec(), &reg.registry_version).is_none());
     assert!(
         SearchIndex::read_artifact(artifact.clone().into_bytes(), "b3:0000000000000000").is_none()
     );
-    assert!(SearchIndex::from_artifact(b"{}", &reg.registry_version).is_none());
+    assert!(SearchIndex::from_artifact(b"{}".to_vec(), &reg.registry_version).is_none());
 
-    // Posting lists are packed (base64 of little-endian op index and weight) and decoded when
-    // a query first reads their term. A list that is not whole entries refuses the file; one
+    // Posting lists are packed (base64 of little-endian op index and weight), read as spans of
+    // the file, and decoded when a query first reads their term. A list written with escapes
+    // (which the writer never does) refuses the file: it could not be a span of it. A list that is not whole entries refuses the file; one
     // that names an op past the last one is found on first use and finds nothing: it never
     // indexes out of bounds, and the other terms answer as before.
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD;
     let file: Value = serde_json::from_str(&artifact).unwrap();
-    let postings = file["index"]["postings"].as_object().unwrap();
+    let postings = file["postings"].as_object().unwrap();
     let (term, list) = postings
         .iter()
         .max_by_key(|(_, l)| l.as_str().unwrap().len())
@@ -145,8 +149,18 @@ fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
         edited
     };
     let torn = edit(b64.encode(&bytes[..bytes.len() - 1]));
-    assert!(SearchIndex::from_artifact(torn.as_bytes(), &reg.registry_version).is_none());
+    assert!(SearchIndex::from_artifact(torn.clone().into_bytes(), &reg.registry_version).is_none());
     assert!(SearchIndex::read_artifact(torn.into_bytes(), &reg.registry_version).is_none());
+    let escaped = artifact.replacen(
+        &format!("\"{term}\":\"{}", &list[..4]),
+        &format!("\"{term}\":\"\\u{:04x}{}", list.as_bytes()[0], &list[1..4]),
+        1,
+    );
+    assert_ne!(escaped, artifact);
+    assert!(
+        SearchIndex::from_artifact(escaped.clone().into_bytes(), &reg.registry_version).is_none()
+    );
+    assert!(SearchIndex::read_artifact(escaped.into_bytes(), &reg.registry_version).is_none());
     let past = edit(b64.encode(&bytes));
     let (view, index) = SearchIndex::read_artifact(past.into_bytes(), &reg.registry_version)
         .expect("whole entries are read; what they name is checked on use");
@@ -154,7 +168,7 @@ fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
     damaged.set_search_index(index);
     let mut whole = Gateway::for_search(reg.clone());
     whole.set_search_index(
-        SearchIndex::from_artifact(artifact.as_bytes(), &reg.registry_version).unwrap(),
+        SearchIndex::from_artifact(artifact.clone().into_bytes(), &reg.registry_version).unwrap(),
     );
     let other = postings.keys().find(|t| *t != term).unwrap();
     let hits = |gw: &Gateway, q: &str| {

@@ -197,7 +197,7 @@ impl RegistryFile {
             .map_err(|e| e.to_string())?;
         let mut gw = toolreg::runtime::Gateway::for_search(reg);
         let version = gw.registry().registry_version.clone();
-        let written = artifact.and_then(|b| SearchIndex::from_artifact(&b, &version));
+        let written = artifact.and_then(|b| SearchIndex::from_artifact(b, &version));
         if let Some(index) = written.filter(|index| index.indexes(gw.registry())) {
             gw.set_search_index(index);
         }

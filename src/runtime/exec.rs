@@ -274,7 +274,12 @@ impl Gateway {
 
     /// Validates arguments against the op's schema (validator compiled once, on first use).
     pub fn validate(&self, record: &OpRecord, args: &Value) -> Vec<FieldError> {
-        let compiled = self.validators[&record.op].get_or_init(|| {
+        let validators = self.validators.get_or_init(|| {
+            let ops = self.registry.ops.keys();
+            ops.map(|op| (op.clone(), std::sync::OnceLock::new()))
+                .collect()
+        });
+        let compiled = validators[&record.op].get_or_init(|| {
             jsonschema::validator_for(&record.parameters_schema).map_err(|e| e.to_string())
         });
         match compiled {

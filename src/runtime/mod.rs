@@ -141,7 +141,10 @@ pub struct Gateway {
     /// Whether the fused encoder is the one `match`'s hybrid floors were chosen for.
     calibrated_dense: bool,
     handlers: HashMap<String, handlers::Handler>,
-    validators: HashMap<String, OnceLock<Result<jsonschema::Validator, String>>>,
+    /// Each op's compiled schema, compiled on the op's first exec. The map itself is made on
+    /// the first exec: a process that only searches (a cold `toolreg search` over 10,000 ops)
+    /// never pays for it.
+    validators: OnceLock<Validators>,
     idempotency: Arc<dyn idempotency::IdempotencyStore>,
     scope: Scope,
     trace_base: u64,
@@ -229,11 +232,6 @@ impl Gateway {
                 registry: registry.registry_version,
             });
         }
-        let validators = registry
-            .ops
-            .keys()
-            .map(|op| (op.clone(), OnceLock::new()))
-            .collect();
         let trace_base = {
             use std::hash::{BuildHasher, Hasher};
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -253,7 +251,7 @@ impl Gateway {
             search_limits: search::SearchLimits::default(),
             calibrated_dense: false,
             handlers: HashMap::new(),
-            validators,
+            validators: OnceLock::new(),
             idempotency: options.idempotency_store.unwrap_or_else(|| {
                 Arc::new(idempotency::MemoryStore::new(
                     options.idempotency_capacity,
@@ -336,7 +334,7 @@ impl Gateway {
     fn index(&self) -> &SearchIndex {
         self.index.get_or_init(|| {
             let written = self.index_file.as_ref().and_then(|f| {
-                SearchIndex::from_artifact(&std::fs::read(f).ok()?, &self.registry.registry_version)
+                SearchIndex::from_artifact(std::fs::read(f).ok()?, &self.registry.registry_version)
                     .filter(|index| index.indexes(&self.registry))
             });
             let mut index = written.unwrap_or_else(|| SearchIndex::new(&self.registry));
@@ -484,6 +482,9 @@ pub struct OperationEvent {
 }
 
 type OperationListener = Arc<dyn Fn(&OperationEvent) + Send + Sync>;
+
+/// Op -> its schema's validator, compiled on first use (or why it cannot be).
+type Validators = HashMap<String, OnceLock<Result<jsonschema::Validator, String>>>;
 
 impl Gateway {
     /// Calls `listener` for every operation event: `started` when a call reaches its handler,

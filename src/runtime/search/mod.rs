@@ -291,14 +291,16 @@ pub struct SearchIndex {
     /// cold search reads from `search.json` then needs no argument lists.
     usage: Vec<String>,
     /// term -> (op index, its BM25F term weight: field tfs weighted and length-normalized).
-    /// Query-independent, so computed once; a query only touches its terms' postings.
-    #[serde(with = "packed")]
+    /// Query-independent, so computed once; a query only touches its terms' postings. Written
+    /// beside the index in `search.json` (see [`IndexFile`]).
+    #[serde(skip)]
     postings: packed::Lists<f64>,
     /// term -> inverse document frequency.
     #[serde(serialize_with = "sorted")]
     idf: HashMap<String, f64>,
     /// term -> (op index, which structural parts hold it: ENTITY | ACTION | QUALIFIER bits).
-    #[serde(with = "packed")]
+    /// Written beside the index, as `postings` is.
+    #[serde(skip)]
     structure: packed::Lists<u8>,
     #[serde(serialize_with = "sorted")]
     synonyms: HashMap<String, Vec<String>>,
@@ -355,7 +357,7 @@ pub const INDEX_FILE: &str = "search.json";
 
 /// Bumped whenever what the index holds, or how search reads it, changes; an index of another
 /// format (or another toolreg version, or registry) is not read: search builds its own.
-pub const INDEX_FORMAT: u32 = 3;
+pub const INDEX_FORMAT: u32 = 4;
 
 /// The header of `search.json`: what it was built from and by.
 #[derive(Serialize, Deserialize)]
@@ -525,9 +527,48 @@ fn search_view_head(reg: &Registry) -> Registry {
     }
 }
 
+/// The index part of `search.json` as read: its posting lists are borrowed from the file's
+/// bytes (a text with escapes cannot be, and refuses the file; the writer never escapes base64).
+#[derive(Deserialize)]
+struct IndexFile<'a> {
+    header: IndexHeader,
+    index: SearchIndex,
+    #[serde(borrow)]
+    postings: HashMap<String, &'a str>,
+    #[serde(borrow)]
+    structure: HashMap<String, &'a str>,
+}
+
+impl IndexFile<'_> {
+    /// The index, when the file is current for `registry_version` and its op names are in
+    /// order with a usage line each (what scoring and the registry view rely on); its lists are
+    /// spans of `source` (the bytes this was parsed from), bound to its ops: a damaged list is
+    /// found when a query first reads it and never indexes past the ops
+    /// (`packed::Lists::get`).
+    fn read(self, source: &packed::Source, registry_version: &str) -> Option<SearchIndex> {
+        let IndexFile {
+            header,
+            mut index,
+            postings,
+            structure,
+        } = self;
+        let ops = index.ops.len();
+        if !header.is_current(registry_version)
+            || index.usage.len() != ops
+            || !index.ops.windows(2).all(|w| w[0] < w[1])
+        {
+            return None;
+        }
+        index.postings = packed::Lists::read(postings, source, ops).ok()?;
+        index.structure = packed::Lists::read(structure, source, ops).ok()?;
+        Some(index)
+    }
+}
+
 impl SearchIndex {
     /// `search.json` for `reg`: a header naming the registry version, toolreg's version and the
-    /// index format, then the index (compact, sorted keys).
+    /// index format, then the index (compact, sorted keys), its two kinds of posting lists, the
+    /// registry's top level and the ops' compact records.
     pub fn to_artifact(reg: &Registry) -> String {
         let header = IndexHeader {
             generator: crate::model::registry::GENERATOR.into(),
@@ -543,6 +584,10 @@ impl SearchIndex {
         out.pop();
         out.push_str(",\"index\":");
         out.push_str(&serde_json::to_string(&index).expect("the index serializes"));
+        out.push_str(",\"postings\":");
+        out.push_str(&serde_json::to_string(&index.postings).expect("the postings serialize"));
+        out.push_str(",\"structure\":");
+        out.push_str(&serde_json::to_string(&index.structure).expect("the lists serialize"));
         out.push_str(",\"registry\":");
         out.push_str(
             &serde_json::to_string(&search_view_head(reg)).expect("the registry serializes"),
@@ -559,39 +604,51 @@ impl SearchIndex {
     /// built by this toolreg in this format for `registry_version` (the version of the
     /// `registry.json` beside it); `None` otherwise. The registry lacks what only building the
     /// index reads (descriptions, schemas, examples, phrasings, policies, pins): it serves
-    /// search and eval, never exec or help. The bytes are taken so they are freed once parsed,
-    /// before the op records are made: a cold search's peak memory is the larger of the two.
+    /// search and eval, never exec or help. The bytes are taken and kept: the posting lists
+    /// are read in place from them (two thirds of the file at 10,000 ops), never copied.
     pub fn read_artifact(
         bytes: Vec<u8>,
         registry_version: &str,
     ) -> Option<(Registry, SearchIndex)> {
+        /// `IndexFile` and what follows it (no `flatten`: it would copy every value).
         #[derive(Deserialize)]
-        struct File {
+        struct File<'a> {
             header: IndexHeader,
             index: SearchIndex,
+            #[serde(borrow)]
+            postings: HashMap<String, &'a str>,
+            #[serde(borrow)]
+            structure: HashMap<String, &'a str>,
             registry: Registry,
             records: Vec<ViewRecordIn>,
         }
-        let parsed = serde_json::from_slice::<File>(&bytes);
-        drop(bytes);
+        let source = packed::Source::new(bytes.into_boxed_slice());
         let File {
             header,
             index,
+            postings,
+            structure,
             mut registry,
             records,
-        } = parsed.ok()?;
-        if !header.is_current(registry_version)
-            || registry.registry_version != registry_version
+        } = serde_json::from_slice::<File>(&source).ok()?;
+        if registry.registry_version != registry_version
             || registry.format_version != crate::model::registry::FORMAT_VERSION
             || !registry.ops.is_empty()
             || records.len() != index.ops.len()
         {
             return None;
         }
-        let index = index.sound()?;
-        // The index's names are in order (`sound`): the map is built from sorted input in one
-        // pass. (Inserting each record as it is made measured no smaller at the peak, which is
-        // while the file is parsed, and slower.)
+        let index = IndexFile {
+            header,
+            index,
+            postings,
+            structure,
+        }
+        .read(&source, registry_version)?;
+        // The index's names are in order (`IndexFile::read`): the map is built from sorted
+        // input in one pass. (Inserting each record as it is made measured no smaller, and
+        // slower; making each an op record as it is parsed, into a list that grows, measured
+        // larger.)
         registry.ops = index
             .ops
             .iter()
@@ -603,36 +660,16 @@ impl SearchIndex {
 
     /// The index in `bytes` (a `search.json`), when it was built for `registry_version` by
     /// this toolreg in this format; `None` otherwise (then build one with [`SearchIndex::new`]).
-    pub fn from_artifact(bytes: &[u8], registry_version: &str) -> Option<SearchIndex> {
-        #[derive(Deserialize)]
-        struct File {
-            header: IndexHeader,
-            index: SearchIndex,
-        }
-        let file: File = serde_json::from_slice(bytes).ok()?;
-        if !file.header.is_current(registry_version) {
-            return None;
-        }
-        file.index.sound()
+    pub fn from_artifact(bytes: Vec<u8>, registry_version: &str) -> Option<SearchIndex> {
+        let source = packed::Source::new(bytes.into_boxed_slice());
+        let file: IndexFile = serde_json::from_slice(&source).ok()?;
+        file.read(&source, registry_version)
     }
 
     /// Whether this index was built over exactly `reg`'s ops, in order (index i is the i-th
     /// record): a prebuilt index is used with a registry only then.
     pub fn indexes(&self, reg: &Registry) -> bool {
         self.ops.len() == reg.ops.len() && self.ops.iter().eq(reg.ops.keys())
-    }
-
-    /// The index, when its op names are in order with a usage line each (what scoring and the
-    /// registry view rely on), its posting lists bound to its ops: a damaged list is found
-    /// when a query first reads it and never indexes past the ops (`packed::Lists::get`).
-    fn sound(mut self) -> Option<Self> {
-        let ops = self.ops.len();
-        if self.usage.len() != ops || !self.ops.windows(2).all(|w| w[0] < w[1]) {
-            return None;
-        }
-        self.postings.bound(ops);
-        self.structure.bound(ops);
-        Some(self)
     }
 }
 

@@ -5,10 +5,10 @@
 //! exactly as a built one. Each list is decoded when a query first needs it. Keys are written in order: the file's bytes never depend on hashing.
 
 use base64::Engine;
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 use std::sync::OnceLock;
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
@@ -40,18 +40,35 @@ impl Packed for u8 {
     }
 }
 
-/// Term -> (op index, value) entries in op order. Lists read from a file stay packed until a
-/// query first asks for their term: a query touches a handful of terms, and decoding every
-/// list was a tenth of a cold search at 10,000 ops (issue 33).
+/// The bytes of the `search.json` a read index came from. Its lists are spans of it, not
+/// copies: at 10,000 ops the lists are two thirds of the file, and copying them out was a fifth
+/// of a cold search's memory (issue 33).
+pub(super) type Source = std::sync::Arc<Box<[u8]>>;
+
+/// Term -> (op index, value) entries in op order. Lists read from a file stay packed (in the
+/// file's bytes) until a query first asks for their term: a query touches a handful of terms,
+/// and decoding every list was a tenth of a cold search at 10,000 ops (issue 33).
 pub(super) struct Lists<V> {
     map: HashMap<String, List<V>>,
     /// How many ops the index has: a decoded entry must name one of them.
     ops: usize,
+    /// The file the packed lists are spans of; empty for lists built in this process.
+    source: Source,
+}
+
+impl<V> Default for Lists<V> {
+    fn default() -> Self {
+        Lists {
+            map: HashMap::new(),
+            ops: 0,
+            source: Source::default(),
+        }
+    }
 }
 
 struct List<V> {
-    /// The base64 text as read; empty for a list built in this process.
-    packed: Box<str>,
+    /// Where the base64 text is in the source; empty for a list built in this process.
+    packed: Range<usize>,
     decoded: OnceLock<Vec<(u32, V)>>,
 }
 
@@ -65,18 +82,55 @@ impl<V: Packed> Lists<V> {
                 (
                     term,
                     List {
-                        packed: Box::default(),
+                        packed: 0..0,
                         decoded,
                     },
                 )
             })
             .collect();
-        Lists { map, ops }
+        Lists {
+            map,
+            ops,
+            source: Source::default(),
+        }
     }
 
-    /// Sets how many ops the index has (after reading it: entries must name one of them).
-    pub(super) fn bound(&mut self, ops: usize) {
-        self.ops = ops;
+    /// Lists read from `source`: `texts` (term -> base64 text) borrowed from it as parsed. A
+    /// list whose length cannot be whole entries of base64 refuses the file (checked from its
+    /// length alone); what only decoding shows (not base64, out of order, past the ops) is
+    /// checked on first use (see [`Lists::get`]).
+    pub(super) fn read(
+        texts: HashMap<String, &str>,
+        source: &Source,
+        ops: usize,
+    ) -> Result<Self, String> {
+        let base = source.as_ptr() as usize;
+        let mut map = HashMap::with_capacity(texts.len());
+        for (term, text) in texts {
+            let entry = 4 + V::SIZE;
+            if !decoded_len(text).is_some_and(|n| n.is_multiple_of(entry)) {
+                return Err(format!(
+                    "postings of `{term}`: {} base64 characters are not a whole number of entries",
+                    text.len()
+                ));
+            }
+            // Where the text lies in the source (it was borrowed from it; anything else is
+            // refused rather than trusted).
+            let start = (text.as_ptr() as usize)
+                .checked_sub(base)
+                .filter(|start| start + text.len() <= source.len())
+                .ok_or_else(|| format!("postings of `{term}` are not in the file read"))?;
+            let list = List {
+                packed: start..start + text.len(),
+                decoded: OnceLock::new(),
+            };
+            map.insert(term, list);
+        }
+        Ok(Lists {
+            map,
+            ops,
+            source: Source::clone(source),
+        })
     }
 
     /// The entries of `term`, decoded on first use. A list that does not decode to entries
@@ -84,16 +138,15 @@ impl<V: Packed> Lists<V> {
     /// indexes past the ops, and its terms find nothing.
     pub(super) fn get(&self, term: &str) -> Option<&[(u32, V)]> {
         let list = self.map.get(term)?;
-        Some(
-            list.decoded
-                .get_or_init(|| decode(&list.packed, self.ops).unwrap_or_default()),
-        )
+        Some(list.decoded.get_or_init(|| {
+            decode(&self.source[list.packed.clone()], self.ops).unwrap_or_default()
+        }))
     }
 }
 
-/// The entries packed in `text`, when they are whole, in op order and below `ops`.
-fn decode<V: Packed>(text: &str, ops: usize) -> Option<Vec<(u32, V)>> {
-    let bytes = B64.decode(text.as_bytes()).ok()?;
+/// The entries packed in base64 `text`, when they are whole, in op order and below `ops`.
+fn decode<V: Packed>(text: &[u8], ops: usize) -> Option<Vec<(u32, V)>> {
+    let bytes = B64.decode(text).ok()?;
     let entry = 4 + V::SIZE;
     if !bytes.len().is_multiple_of(entry) {
         return None;
@@ -120,80 +173,70 @@ fn decoded_len(text: &str) -> Option<usize> {
     (len / 4 * 3).checked_sub(padding)
 }
 
-/// `serialize_with`: term -> base64 of its entries, terms in order.
-pub(super) fn serialize<S: Serializer, V: Packed>(
-    lists: &Lists<V>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    let mut packed: BTreeMap<&String, Cow<str>> = BTreeMap::new();
-    for (term, list) in &lists.map {
-        let text = match list.decoded.get() {
-            Some(entries) if list.packed.is_empty() => {
-                let mut bytes = Vec::with_capacity(entries.len() * (4 + V::SIZE));
-                for (op, v) in entries {
-                    bytes.extend_from_slice(&op.to_le_bytes());
-                    v.put(&mut bytes);
+/// Term -> base64 of its entries, terms in order.
+impl<V: Packed> Serialize for Lists<V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut packed: BTreeMap<&String, Cow<str>> = BTreeMap::new();
+        for (term, list) in &self.map {
+            let text = match list.decoded.get() {
+                Some(entries) if list.packed.is_empty() => {
+                    let mut bytes = Vec::with_capacity(entries.len() * (4 + V::SIZE));
+                    for (op, v) in entries {
+                        bytes.extend_from_slice(&op.to_le_bytes());
+                        v.put(&mut bytes);
+                    }
+                    Cow::Owned(B64.encode(&bytes))
                 }
-                Cow::Owned(B64.encode(&bytes))
-            }
-            _ => Cow::Borrowed(&*list.packed),
-        };
-        packed.insert(term, text);
-    }
-    packed.serialize(s)
-}
-
-/// `deserialize_with`: the inverse of [`serialize`], each list kept packed. A list whose length
-/// cannot be whole entries of base64 refuses the file (checked from its length alone); what
-/// only decoding shows (not base64, out of order, past the ops) is checked on first use.
-pub(super) fn deserialize<'de, D: Deserializer<'de>, V: Packed>(
-    d: D,
-) -> Result<Lists<V>, D::Error> {
-    /// Borrowed where the text allows (base64 has no escapes): one copy of each list's text.
-    #[derive(Deserialize)]
-    struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-    let packed: HashMap<String, Text<'de>> = HashMap::deserialize(d)?;
-    let mut map = HashMap::with_capacity(packed.len());
-    for (term, Text(text)) in packed {
-        let entry = 4 + V::SIZE;
-        match decoded_len(&text) {
-            Some(n) if n.is_multiple_of(entry) => {}
-            _ => {
-                return Err(D::Error::custom(format!(
-                    "postings of `{term}`: {} base64 characters are not a whole number of entries",
-                    text.len()
-                )))
-            }
+                // A span is of a string parsed from the source: UTF-8, borrowed as is.
+                _ => String::from_utf8_lossy(&self.source[list.packed.clone()]),
+            };
+            packed.insert(term, text);
         }
-        let packed = text.into_owned().into_boxed_str();
-        map.insert(
-            term,
-            List {
-                packed,
-                decoded: OnceLock::new(),
-            },
-        );
+        packed.serialize(s)
     }
-    Ok(Lists { map, ops: 0 })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
-    #[derive(Serialize, Deserialize)]
-    struct Both {
-        #[serde(serialize_with = "serialize", deserialize_with = "deserialize")]
+    #[derive(Serialize)]
+    struct Both<'a> {
+        weights: &'a Lists<f64>,
+        bits: &'a Lists<u8>,
+    }
+
+    /// As `search.json` is read: the texts borrowed from the file's bytes.
+    #[derive(Deserialize)]
+    struct Texts<'a> {
+        #[serde(borrow)]
+        weights: HashMap<String, &'a str>,
+        #[serde(borrow)]
+        bits: HashMap<String, &'a str>,
+    }
+
+    struct Read {
         weights: Lists<f64>,
-        #[serde(serialize_with = "serialize", deserialize_with = "deserialize")]
         bits: Lists<u8>,
     }
 
-    fn read(text: &str, ops: usize) -> Both {
-        let mut both: Both = serde_json::from_str(text).unwrap();
-        both.weights.bound(ops);
-        both.bits.bound(ops);
-        both
+    fn read(text: &str, ops: usize) -> Result<Read, String> {
+        let source: Source = Source::new(text.as_bytes().into());
+        let texts: Texts = serde_json::from_slice(&source).map_err(|e| e.to_string())?;
+        Ok(Read {
+            weights: Lists::read(texts.weights, &source, ops)?,
+            bits: Lists::read(texts.bits, &source, ops)?,
+        })
+    }
+
+    fn pack(entries: &[(u32, u8)]) -> String {
+        let mut bytes = Vec::new();
+        for (op, v) in entries {
+            bytes.extend_from_slice(&op.to_le_bytes());
+            bytes.push(*v);
+        }
+        B64.encode(bytes)
     }
 
     #[test]
@@ -202,39 +245,45 @@ mod tests {
             ("task".into(), vec![(0, 0.1 + 0.2), (7, f64::MIN_POSITIVE)]),
             ("list".into(), vec![(8, 1e300)]),
         ]);
-        let lists = Both {
-            weights: Lists::built(weights.clone(), 9),
-            bits: Lists::built(HashMap::from([("task".into(), vec![(3, 5u8)])]), 9),
-        };
-        let text = serde_json::to_string(&lists).unwrap();
+        let built = (
+            Lists::built(weights.clone(), 9),
+            Lists::built(HashMap::from([("task".into(), vec![(3, 5u8)])]), 9),
+        );
+        let text = serde_json::to_string(&Both {
+            weights: &built.0,
+            bits: &built.1,
+        })
+        .unwrap();
         // Keys in order, whatever the hash map's order.
         assert!(text.find("\"list\"").unwrap() < text.find("\"task\"").unwrap());
-        let back = read(&text, 9);
+        let back = read(&text, 9).unwrap();
         for (term, list) in &weights {
             assert_eq!(back.weights.get(term), Some(&list[..]), "{term}");
         }
         assert_eq!(back.bits.get("task"), Some(&[(3, 5u8)][..]));
         assert_eq!(back.weights.get("absent"), None);
         // Read lists are written back as read.
-        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        let again = Both {
+            weights: &back.weights,
+            bits: &back.bits,
+        };
+        assert_eq!(serde_json::to_string(&again).unwrap(), text);
 
         // One byte short of a whole entry: refused from the length alone.
         let short = B64.encode([1u8, 0, 0, 0, 9]);
         let torn = format!(r#"{{"weights":{{"a":"{short}"}},"bits":{{}}}}"#);
-        let err = serde_json::from_str::<Both>(&torn)
-            .err()
-            .unwrap()
-            .to_string();
+        let err = read(&torn, 9).err().unwrap();
         assert!(err.contains("not a whole number of entries"), "{err}");
+        // A text with escapes cannot be a span of the file (the writer never escapes base64):
+        // refused as the file is parsed.
+        let escaped = r#"{"weights":{},"bits":{"a":"AQAAAAE\u003d"}}"#;
+        assert!(read(escaped, 9).is_err());
+        // A text that is not in the source given is refused, never read.
+        let elsewhere = pack(&[(1, 1)]);
+        let source: Source = Source::new(b"{}".as_slice().into());
+        let stray = HashMap::from([("a".to_string(), elsewhere.as_str())]);
+        assert!(Lists::<u8>::read(stray, &source, 9).is_err());
         // Not base64, out of order, or past the ops: found on first use, and read as empty.
-        let pack = |entries: &[(u32, u8)]| {
-            let mut bytes = Vec::new();
-            for (op, v) in entries {
-                bytes.extend_from_slice(&op.to_le_bytes());
-                bytes.push(*v);
-            }
-            B64.encode(bytes)
-        };
         for damaged in [
             "*not*base64*====".to_string(),
             pack(&[(4, 1), (2, 1)]),
@@ -242,22 +291,15 @@ mod tests {
             pack(&[(1, 1), (9, 1)]),
         ] {
             let file = format!(r#"{{"weights":{{}},"bits":{{"a":"{damaged}"}}}}"#);
-            let Ok(mut both) = serde_json::from_str::<Both>(&file) else {
-                continue;
-            };
-            both.bits.bound(9);
-            assert_eq!(both.bits.get("a"), Some(&[][..]), "{damaged}");
+            let back = read(&file, 9).unwrap();
+            assert_eq!(back.bits.get("a"), Some(&[][..]), "{damaged}");
         }
+        let file = format!(
+            r#"{{"weights":{{}},"bits":{{"a":"{}"}}}}"#,
+            pack(&[(1, 1), (8, 2)])
+        );
         assert_eq!(
-            read(
-                &format!(
-                    r#"{{"weights":{{}},"bits":{{"a":"{}"}}}}"#,
-                    pack(&[(1, 1), (8, 2)])
-                ),
-                9
-            )
-            .bits
-            .get("a"),
+            read(&file, 9).unwrap().bits.get("a"),
             Some(&[(1, 1), (8, 2)][..])
         );
     }
