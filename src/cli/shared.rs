@@ -212,29 +212,65 @@ fn read(p: &std::path::Path) -> Result<Vec<u8>, String> {
 /// The `registry_version` of a registry.json toolreg wrote, found without parsing it: the key
 /// sits at the top level (`\n  "registry_version": "b3:..."`, two spaces in, which nothing
 /// nested can be, and no string holds a raw newline), after the ops, so the file is searched
-/// from its end.
+/// from its end, a chunk at a time in one small buffer (the tree and settings after the key are
+/// about 300 KB at 10,000 ops; a cold search should not hold them).
 fn registry_version_of(path: &std::path::Path) -> Option<String> {
     use std::io::{Read, Seek, SeekFrom};
     const KEY: &[u8] = b"\n  \"registry_version\": \"";
+    const CHUNK: u64 = 64 << 10;
+    // Each chunk also reads this far into the next one: a key and its value (at most 64
+    // characters) cut by a chunk's end are still whole in one chunk.
+    const OVERLAP: u64 = 128;
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
-    // The tree and the settings follow the version: a few KB per hundred ops (300 KB at
-    // 10,000), so the window grows by steps rather than jumping to megabytes.
-    for window in [256 << 10, 1 << 20, 4 << 20, 16 << 20, len] {
-        let start = len.saturating_sub(window);
+    let mut buf = Vec::with_capacity((CHUNK + OVERLAP) as usize);
+    let mut end = len;
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let stop = (end + OVERLAP).min(len);
         file.seek(SeekFrom::Start(start)).ok()?;
-        let mut tail = Vec::with_capacity(usize::try_from(window.min(len)).ok()?);
-        file.by_ref().take(window).read_to_end(&mut tail).ok()?;
-        if let Some(at) = tail.windows(KEY.len()).rposition(|w| w == KEY) {
-            let rest = &tail[at + KEY.len()..];
-            let end = rest.iter().position(|b| *b == b'"')?;
-            let version = std::str::from_utf8(&rest[..end]).ok()?;
+        buf.clear();
+        file.by_ref()
+            .take(stop - start)
+            .read_to_end(&mut buf)
+            .ok()?;
+        if let Some(at) = buf.windows(KEY.len()).rposition(|w| w == KEY) {
+            let rest = &buf[at + KEY.len()..];
+            let close = rest.iter().position(|b| *b == b'"')?;
+            let version = std::str::from_utf8(&rest[..close]).ok()?;
             return (version.starts_with("b3:") && version.len() <= 64)
                 .then(|| version.to_string());
         }
-        if start == 0 {
-            break;
-        }
+        end = start;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::registry_version_of;
+
+    /// The key is found wherever the 64 KB chunks cut it or its value, and the last one wins.
+    #[test]
+    fn registry_version_is_found_across_chunk_boundaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("registry.json");
+        let key = "\n  \"registry_version\": \"b3:0123456789abcdef\",";
+        // Every cut of the key and its value by the last chunk's start, and a few others.
+        let cuts = (65_536 - 120..65_536 + 8).chain([0, 1, 40, 200_000, 300_001]);
+        for tail in cuts {
+            let text = format!(
+                "{{\n  \"ops\": {{\"a\": \"  \\\"registry_version\\\": \\\"b3:nested\\\"\"}},{key}\n  \"tree\": \"{}\"\n}}\n",
+                "x".repeat(tail)
+            );
+            std::fs::write(&path, &text).unwrap();
+            assert_eq!(
+                registry_version_of(&path).as_deref(),
+                Some("b3:0123456789abcdef"),
+                "{tail} bytes after the key"
+            );
+        }
+        std::fs::write(&path, "{\"ops\": {}}").unwrap();
+        assert_eq!(registry_version_of(&path), None);
+    }
 }
