@@ -288,8 +288,10 @@ pub const MAX_LIMIT: usize = 50;
 pub struct SearchIndex {
     ops: Vec<String>,
     /// Each op's usage line (`OpRecord::usage`), by index: a hit shows it, and the registry a
-    /// cold search reads from `search.json` then needs no argument lists.
-    usage: Vec<String>,
+    /// cold search reads from `search.json` then needs no argument lists. Written beside the
+    /// index, as `postings` is, and read in place.
+    #[serde(skip)]
+    usage: packed::Strings,
     /// term -> (op index, its BM25F term weight: field tfs weighted and length-normalized).
     /// Query-independent, so computed once; a query only touches its terms' postings. Written
     /// beside the index in `search.json` (see [`IndexFile`]).
@@ -357,7 +359,7 @@ pub const INDEX_FILE: &str = "search.json";
 
 /// Bumped whenever what the index holds, or how search reads it, changes; an index of another
 /// format (or another toolreg version, or registry) is not read: search builds its own.
-pub const INDEX_FORMAT: u32 = 4;
+pub const INDEX_FORMAT: u32 = 5;
 
 /// The header of `search.json`: what it was built from and by.
 #[derive(Serialize, Deserialize)]
@@ -534,6 +536,8 @@ struct IndexFile<'a> {
     header: IndexHeader,
     index: SearchIndex,
     #[serde(borrow)]
+    usage: Vec<packed::Text<'a>>,
+    #[serde(borrow)]
     postings: HashMap<String, &'a str>,
     #[serde(borrow)]
     structure: HashMap<String, &'a str>,
@@ -549,16 +553,18 @@ impl IndexFile<'_> {
         let IndexFile {
             header,
             mut index,
+            usage,
             postings,
             structure,
         } = self;
         let ops = index.ops.len();
         if !header.is_current(registry_version)
-            || index.usage.len() != ops
+            || usage.len() != ops
             || !index.ops.windows(2).all(|w| w[0] < w[1])
         {
             return None;
         }
+        index.usage = packed::Strings::read(usage, source)?;
         index.postings = packed::Lists::read(postings, source, ops).ok()?;
         index.structure = packed::Lists::read(structure, source, ops).ok()?;
         Some(index)
@@ -584,6 +590,8 @@ impl SearchIndex {
         out.pop();
         out.push_str(",\"index\":");
         out.push_str(&serde_json::to_string(&index).expect("the index serializes"));
+        out.push_str(",\"usage\":");
+        out.push_str(&serde_json::to_string(&index.usage).expect("the usage lines serialize"));
         out.push_str(",\"postings\":");
         out.push_str(&serde_json::to_string(&index.postings).expect("the postings serialize"));
         out.push_str(",\"structure\":");
@@ -616,6 +624,8 @@ impl SearchIndex {
             header: IndexHeader,
             index: SearchIndex,
             #[serde(borrow)]
+            usage: Vec<packed::Text<'a>>,
+            #[serde(borrow)]
             postings: HashMap<String, &'a str>,
             #[serde(borrow)]
             structure: HashMap<String, &'a str>,
@@ -626,6 +636,7 @@ impl SearchIndex {
         let File {
             header,
             index,
+            usage,
             postings,
             structure,
             mut registry,
@@ -641,6 +652,7 @@ impl SearchIndex {
         let index = IndexFile {
             header,
             index,
+            usage,
             postings,
             structure,
         }
@@ -826,7 +838,7 @@ impl SearchIndex {
             entity_words,
             structure_df,
             ops,
-            usage,
+            usage: packed::Strings::built(usage),
             postings: packed::Lists::built(postings, docs.len()),
             idf,
             structure: packed::Lists::built(structure, docs.len()),
@@ -1320,7 +1332,7 @@ impl SearchIndex {
                     summary: r.summary.clone(),
                     kind: r.kind,
                     confidence: confidence(*score),
-                    usage: top.then(|| self.usage[*d as usize].clone()),
+                    usage: top.then(|| self.usage.get(*d as usize).to_string()),
                     required_args: top.then(|| r.required_args.clone()),
                 }
             })
@@ -1334,7 +1346,7 @@ impl SearchIndex {
                 nearest_by_spelling(reg, &req.query, &allowed, limit, &|op| {
                     self.ops
                         .binary_search_by(|o| o.as_str().cmp(op))
-                        .map(|d| self.usage[d].clone())
+                        .map(|d| self.usage.get(d).to_string())
                         .unwrap_or_default()
                 })
             } else {

@@ -196,6 +196,78 @@ impl<V: Packed> Serialize for Lists<V> {
     }
 }
 
+/// Strings read in place: each a span of the source, or owned where the file wrote it with
+/// escapes (a JSON string with escapes is not its own bytes). Built ones are owned.
+#[derive(Default)]
+pub(super) struct Strings {
+    items: Vec<Item>,
+    source: Source,
+}
+
+enum Item {
+    At(u32, u32),
+    Owned(Box<str>),
+}
+
+/// A string as parsed from the source: borrowed when the text allowed it.
+#[derive(serde::Deserialize)]
+pub(super) struct Text<'a>(#[serde(borrow)] pub(super) Cow<'a, str>);
+
+impl Strings {
+    pub(super) fn built(items: Vec<String>) -> Self {
+        let items = items
+            .into_iter()
+            .map(|s| Item::Owned(s.into_boxed_str()))
+            .collect();
+        Strings {
+            items,
+            source: Source::default(),
+        }
+    }
+
+    /// The strings of `texts`, parsed from `source`: a borrowed one is kept as its span. `None`
+    /// when a borrowed text is not in the source (never trusted), or the source passes 4 GiB.
+    pub(super) fn read(texts: Vec<Text<'_>>, source: &Source) -> Option<Self> {
+        let base = source.as_ptr() as usize;
+        let items = texts
+            .into_iter()
+            .map(|Text(text)| match text {
+                Cow::Borrowed(s) => {
+                    let start = (s.as_ptr() as usize)
+                        .checked_sub(base)
+                        .filter(|start| start + s.len() <= source.len())?;
+                    Some(Item::At(
+                        u32::try_from(start).ok()?,
+                        u32::try_from(s.len()).ok()?,
+                    ))
+                }
+                Cow::Owned(s) => Some(Item::Owned(s.into_boxed_str())),
+            })
+            .collect::<Option<Vec<Item>>>()?;
+        Some(Strings {
+            items,
+            source: Source::clone(source),
+        })
+    }
+
+    /// String `i`; a span is of a string parsed from the source, so it is UTF-8.
+    pub(super) fn get(&self, i: usize) -> &str {
+        match &self.items[i] {
+            Item::At(start, len) => {
+                let (start, len) = (*start as usize, *len as usize);
+                std::str::from_utf8(&self.source[start..start + len]).unwrap_or_default()
+            }
+            Item::Owned(s) => s,
+        }
+    }
+}
+
+impl Serialize for Strings {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((0..self.items.len()).map(|i| self.get(i)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,5 +374,29 @@ mod tests {
             read(&file, 9).unwrap().bits.get("a"),
             Some(&[(1, 1), (8, 2)][..])
         );
+    }
+
+    #[test]
+    fn strings_are_read_in_place_or_owned_when_escaped() {
+        let built = Strings::built(vec!["a.b.list [--id ID]".into(), "say \"hi\"\n".into()]);
+        let text = serde_json::to_string(&built).unwrap();
+        let source: Source = Source::new(text.as_bytes().into());
+        let texts: Vec<Text> = serde_json::from_slice(&source).unwrap();
+        let read = Strings::read(texts, &source).unwrap();
+        assert!(
+            matches!(read.items[0], Item::At(..)),
+            "a plain string is a span"
+        );
+        assert!(
+            matches!(read.items[1], Item::Owned(_)),
+            "an escaped one is owned"
+        );
+        assert_eq!(read.get(0), "a.b.list [--id ID]");
+        assert_eq!(read.get(1), "say \"hi\"\n");
+        assert_eq!(serde_json::to_string(&read).unwrap(), text);
+        // A borrowed text that is not in the source given is refused.
+        let elsewhere = String::from("x");
+        let stray = vec![Text(Cow::Borrowed(elsewhere.as_str()))];
+        assert!(Strings::read(stray, &source).is_none());
     }
 }
