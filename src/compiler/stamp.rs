@@ -1,8 +1,8 @@
 //! Stamp: the registry version, a content hash that changes with any semantic change and with
 //! nothing else (not file names, file order or formatting).
 
-use crate::canonical::{CanonicalRegistry, RegistryForm};
-use crate::registry::{Registry, FORMAT_VERSION, GENERATOR};
+use crate::model::canonical::{CanonicalRegistry, RegistryForm};
+use crate::model::registry::{Registry, FORMAT_VERSION, GENERATOR};
 
 /// `b3:` + the first 16 hex digits of blake3 over the generator, its format version and the
 /// fully sorted compact JSON of the registry without its version and without `source` fields.
@@ -13,6 +13,6 @@ pub fn registry_version(reg: &Registry) -> String {
         registry: reg,
         form: RegistryForm::Hashed,
     };
-    serde_json::to_writer(&mut hasher, &canonical).expect("hashing cannot fail");
+    crate::model::canonical::hash_json(&mut hasher, &canonical);
     format!("b3:{}", &hasher.finalize().to_hex()[..16])
 }

@@ -6,6 +6,16 @@
 
 use serde_json::{Map, Value};
 
+/// Feeds `value`'s compact JSON to `hasher` through a 64 KB buffer. serde_json writes a token at
+/// a time, and a blake3 update per token cost more than the hashing itself.
+#[cfg(any(feature = "compiler", feature = "runtime"))]
+pub fn hash_json<T: serde::Serialize + ?Sized>(hasher: &mut blake3::Hasher, value: &T) {
+    use std::io::Write as _;
+    let mut buffered = std::io::BufWriter::with_capacity(64 << 10, hasher);
+    serde_json::to_writer(&mut buffered, value).expect("hashing cannot fail");
+    buffered.flush().expect("hashing cannot fail");
+}
+
 /// A copy of `v` with every object's keys sorted, except the values of keys in `keep_order`,
 /// which are copied as they are.
 pub fn sort_keys_except(v: &Value, keep_order: &[&str]) -> Value {

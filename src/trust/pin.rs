@@ -43,8 +43,7 @@ pub fn pin(body: &Map<String, Value>) -> ToolPin {
             continue;
         };
         let mut hasher = blake3::Hasher::new();
-        serde_json::to_writer(&mut hasher, &crate::model::canonical::Sorted::all(v))
-            .expect("hashing cannot fail");
+        crate::model::canonical::hash_json(&mut hasher, &crate::model::canonical::Sorted::all(v));
         let hash = hasher.finalize().to_hex();
         // The whole digest covers every part's full digest, named.
         whole.update(part.as_bytes());
