@@ -76,14 +76,14 @@ impl serde::Serialize for Sorted<'_> {
         use serde::ser::{SerializeMap, SerializeSeq};
         match self.value {
             Value::Object(map) => {
-                let mut keys: Vec<&String> = map
-                    .keys()
-                    .filter(|k| !self.skip.contains(&k.as_str()))
+                // Entries sorted by key, not keys then looked up: a lookup hashes each key again.
+                let mut entries: Vec<(&String, &Value)> = map
+                    .iter()
+                    .filter(|(k, _)| !self.skip.contains(&k.as_str()))
                     .collect();
-                keys.sort();
-                let mut out = s.serialize_map(Some(keys.len()))?;
-                for k in keys {
-                    let child = &map[k];
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                let mut out = s.serialize_map(Some(entries.len()))?;
+                for (k, child) in entries {
                     if self.keep.contains(&k.as_str()) {
                         out.serialize_entry(k, child)?;
                     } else {
