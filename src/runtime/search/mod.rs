@@ -23,6 +23,7 @@ use words::{
 };
 
 use crate::model::registry::{Kind, MatchFloors, OpRecord, Registry};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -529,10 +530,12 @@ fn search_view_head(reg: &Registry) -> Registry {
     }
 }
 
-/// The index part of `search.json` as read: its posting lists are borrowed from the file's
-/// bytes (a text with escapes cannot be, and refuses the file; the writer never escapes base64).
+/// `search.json` as read: the posting lists and usage lines are borrowed from the file's bytes
+/// (a list written with escapes cannot be, and refuses the file; the writer never escapes
+/// base64). The registry view and the records are read only by a cold search (`View` and
+/// `Records`); a gateway that has the registry skips them (`IgnoredAny`).
 #[derive(Deserialize)]
-struct IndexFile<'a> {
+struct IndexFile<'a, View = IgnoredAny, Records = IgnoredAny> {
     header: IndexHeader,
     index: SearchIndex,
     #[serde(borrow)]
@@ -541,21 +544,29 @@ struct IndexFile<'a> {
     postings: HashMap<String, &'a str>,
     #[serde(borrow)]
     structure: HashMap<String, &'a str>,
+    registry: View,
+    records: Records,
 }
 
-impl IndexFile<'_> {
+impl<View, Records> IndexFile<'_, View, Records> {
     /// The index, when the file is current for `registry_version` and its op names are in
-    /// order with a usage line each (what scoring and the registry view rely on); its lists are
-    /// spans of `source` (the bytes this was parsed from), bound to its ops: a damaged list is
-    /// found when a query first reads it and never indexes past the ops
-    /// (`packed::Lists::get`).
-    fn read(self, source: &packed::Source, registry_version: &str) -> Option<SearchIndex> {
+    /// order with a usage line each (what scoring and the registry view rely on), with the
+    /// registry view and records as read; its lists and usage lines are spans of `source` (the
+    /// bytes this was parsed from), and a damaged list is found when a query first reads it
+    /// and never indexes past the ops (`packed::Lists::get`).
+    fn read(
+        self,
+        source: &packed::Source,
+        registry_version: &str,
+    ) -> Option<(SearchIndex, View, Records)> {
         let IndexFile {
             header,
             mut index,
             usage,
             postings,
             structure,
+            registry,
+            records,
         } = self;
         let ops = index.ops.len();
         if !header.is_current(registry_version)
@@ -567,7 +578,7 @@ impl IndexFile<'_> {
         index.usage = packed::Strings::read(usage, source)?;
         index.postings = packed::Lists::read(postings, source, ops).ok()?;
         index.structure = packed::Lists::read(structure, source, ops).ok()?;
-        Some(index)
+        Some((index, registry, records))
     }
 }
 
@@ -585,8 +596,9 @@ impl SearchIndex {
         let index = SearchIndex::new(reg);
         let mut out = serde_json::to_string(&serde_json::json!({"header": header}))
             .expect("the header serializes");
-        // `{"header":{...},"index":{...},"registry":{...}}`, each part written once, straight
-        // from its struct (a Value round trip would double the memory of a fleet-sized index).
+        // `{"header":..,"index":..,"usage":..,"postings":..,"structure":..,"registry":..,
+        // "records":..}` (the order `IndexFile` reads), each part written once, straight from
+        // its struct (a Value round trip would double the memory of a fleet-sized index).
         out.pop();
         out.push_str(",\"index\":");
         out.push_str(&serde_json::to_string(&index).expect("the index serializes"));
@@ -618,30 +630,9 @@ impl SearchIndex {
         bytes: Vec<u8>,
         registry_version: &str,
     ) -> Option<(Registry, SearchIndex)> {
-        /// `IndexFile` and what follows it (no `flatten`: it would copy every value).
-        #[derive(Deserialize)]
-        struct File<'a> {
-            header: IndexHeader,
-            index: SearchIndex,
-            #[serde(borrow)]
-            usage: Vec<packed::Text<'a>>,
-            #[serde(borrow)]
-            postings: HashMap<String, &'a str>,
-            #[serde(borrow)]
-            structure: HashMap<String, &'a str>,
-            registry: Registry,
-            records: Vec<ViewRecordIn>,
-        }
         let source = packed::Source::new(bytes.into_boxed_slice());
-        let File {
-            header,
-            index,
-            usage,
-            postings,
-            structure,
-            mut registry,
-            records,
-        } = serde_json::from_slice::<File>(&source).ok()?;
+        let file: IndexFile<Registry, Vec<ViewRecordIn>> = serde_json::from_slice(&source).ok()?;
+        let (index, mut registry, records) = file.read(&source, registry_version)?;
         if registry.registry_version != registry_version
             || registry.format_version != crate::model::registry::FORMAT_VERSION
             || !registry.ops.is_empty()
@@ -649,14 +640,6 @@ impl SearchIndex {
         {
             return None;
         }
-        let index = IndexFile {
-            header,
-            index,
-            usage,
-            postings,
-            structure,
-        }
-        .read(&source, registry_version)?;
         // The index's names are in order (`IndexFile::read`): the map is built from sorted
         // input in one pass. (Inserting each record as it is made measured no smaller, and
         // slower; making each an op record as it is parsed, into a list that grows, measured
@@ -676,6 +659,7 @@ impl SearchIndex {
         let source = packed::Source::new(bytes.into_boxed_slice());
         let file: IndexFile = serde_json::from_slice(&source).ok()?;
         file.read(&source, registry_version)
+            .map(|(index, ..)| index)
     }
 
     /// Whether this index was built over exactly `reg`'s ops, in order (index i is the i-th

@@ -2,7 +2,9 @@
 //! packed little-endian (op index `u32`, then the value), not as JSON arrays of numbers. Parsing
 //! hundreds of thousands of decimal floats was most of a cold search's time (issue 33); these
 //! decode at memory speed, and the bytes are exactly the `f64` written, so a read index answers
-//! exactly as a built one. Each list is decoded when a query first needs it. Keys are written in order: the file's bytes never depend on hashing.
+//! exactly as a built one. Each list is decoded when a query first needs it. Lists and each op's
+//! usage line ([`Strings`]) are read in place: spans of the file's bytes, never copied. Keys are
+//! written in order: the file's bytes never depend on hashing.
 
 use base64::Engine;
 use serde::{Serialize, Serializer};
@@ -44,6 +46,14 @@ impl Packed for u8 {
 /// copies: at 10,000 ops the lists are two thirds of the file, and copying them out was a fifth
 /// of a cold search's memory (issue 33).
 pub(super) type Source = std::sync::Arc<Box<[u8]>>;
+
+/// Where `text` lies in `source`, when it was borrowed from it; anything else (a text from other
+/// bytes) is refused rather than trusted.
+fn span_in(text: &str, source: &Source) -> Option<Range<usize>> {
+    let start = (text.as_ptr() as usize).checked_sub(source.as_ptr() as usize)?;
+    let end = start.checked_add(text.len())?;
+    (end <= source.len()).then_some(start..end)
+}
 
 /// Term -> (op index, value) entries in op order. Lists read from a file stay packed (in the
 /// file's bytes) until a query first asks for their term: a query touches a handful of terms,
@@ -104,7 +114,6 @@ impl<V: Packed> Lists<V> {
         source: &Source,
         ops: usize,
     ) -> Result<Self, String> {
-        let base = source.as_ptr() as usize;
         let mut map = HashMap::with_capacity(texts.len());
         for (term, text) in texts {
             let entry = 4 + V::SIZE;
@@ -114,14 +123,10 @@ impl<V: Packed> Lists<V> {
                     text.len()
                 ));
             }
-            // Where the text lies in the source (it was borrowed from it; anything else is
-            // refused rather than trusted).
-            let start = (text.as_ptr() as usize)
-                .checked_sub(base)
-                .filter(|start| start + text.len() <= source.len())
+            let packed = span_in(text, source)
                 .ok_or_else(|| format!("postings of `{term}` are not in the file read"))?;
             let list = List {
-                packed: start..start + text.len(),
+                packed,
                 decoded: OnceLock::new(),
             };
             map.insert(term, list);
@@ -228,17 +233,14 @@ impl Strings {
     /// The strings of `texts`, parsed from `source`: a borrowed one is kept as its span. `None`
     /// when a borrowed text is not in the source (never trusted), or the source passes 4 GiB.
     pub(super) fn read(texts: Vec<Text<'_>>, source: &Source) -> Option<Self> {
-        let base = source.as_ptr() as usize;
         let items = texts
             .into_iter()
             .map(|Text(text)| match text {
                 Cow::Borrowed(s) => {
-                    let start = (s.as_ptr() as usize)
-                        .checked_sub(base)
-                        .filter(|start| start + s.len() <= source.len())?;
+                    let span = span_in(s, source)?;
                     Some(Item::At(
-                        u32::try_from(start).ok()?,
-                        u32::try_from(s.len()).ok()?,
+                        u32::try_from(span.start).ok()?,
+                        u32::try_from(span.len()).ok()?,
                     ))
                 }
                 Cow::Owned(s) => Some(Item::Owned(s.into_boxed_str())),
