@@ -172,9 +172,9 @@ fn join_spaced_letters(s: &str) -> String {
 }
 
 /// Digits and symbols read as letters inside words that mix them with letters ("1gn0re").
-fn unleet(s: &str) -> String {
+fn unleet(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.contains(['0', '1', '3', '4', '5', '7', '@', '$']) {
-        return s.to_string();
+        return std::borrow::Cow::Borrowed(s);
     }
     s.split_inclusive(|c: char| c.is_whitespace())
         .map(|w| {
@@ -206,13 +206,15 @@ fn unleet(s: &str) -> String {
 pub(super) fn decoded_base64(s: &str) -> Vec<String> {
     use base64::Engine;
     let mut out = Vec::new();
-    for run in
-        s.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '-' | '_')))
+    // Split as bytes: every base64 character is ASCII, and no byte of a multi-byte character is.
+    for run in s
+        .as_bytes()
+        .split(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_')))
     {
         if run.len() < 24 || run.len() > 65_536 {
             continue;
         }
-        let trimmed = run.trim_end_matches('=');
+        let trimmed = &run[..run.iter().rposition(|b| *b != b'=').map_or(0, |i| i + 1)];
         let engines = [
             &base64::engine::general_purpose::STANDARD_NO_PAD,
             &base64::engine::general_purpose::URL_SAFE_NO_PAD,
@@ -244,28 +246,47 @@ pub(super) fn decoded_base64(s: &str) -> Vec<String> {
 /// The folded forms of `text` a rule should also be matched against (each differs from the
 /// text; at most a handful, each at most a few times the text's length).
 pub fn variants(text: &str) -> Vec<String> {
+    use std::borrow::Cow;
     let mut out: Vec<String> = Vec::new();
-    let mut push = |v: String| {
-        if v != text && !out.contains(&v) {
-            out.push(v);
+    let mut push = |v: Cow<'_, str>| {
+        if v != text && !out.iter().any(|o| *o == v) {
+            out.push(v.into_owned());
         }
     };
     // ASCII without entities is already its own normal form (nothing ignorable, NFKC and the
-    // look-alike table map every ASCII character to itself): most catalog text takes this path.
-    let normal: String = if text.is_ascii() && !text.contains('&') {
-        text.to_string()
+    // look-alike table map every ASCII character to itself): most catalog text takes this path,
+    // and most of it has no spaced letters and no leetspeak either, so it is never copied.
+    let normal: Cow<'_, str> = if text.is_ascii() && !text.contains('&') {
+        Cow::Borrowed(text)
     } else {
         let stripped: String = text.chars().filter(|c| !ignorable(*c)).collect();
-        decode_entities(&stripped).nfkc().map(confusable).collect()
+        Cow::Owned(decode_entities(&stripped).nfkc().map(confusable).collect())
     };
-    let joined = join_spaced_letters(&normal);
+    let joined: Cow<'_, str> = if may_have_spaced_letters(&normal) {
+        Cow::Owned(join_spaced_letters(&normal))
+    } else {
+        Cow::Borrowed(&normal)
+    };
     push(unleet(&joined));
     push(joined);
     push(normal);
     for payload in decoded_base64(text) {
-        push(payload);
+        push(Cow::Owned(payload));
     }
     out
+}
+
+/// False only when [`join_spaced_letters`] would return `s` unchanged: ASCII text with no three
+/// letters each followed by one space ("a b c"), checked without collecting characters.
+fn may_have_spaced_letters(s: &str) -> bool {
+    !s.is_ascii()
+        || s.as_bytes().windows(5).any(|w| {
+            w[0].is_ascii_alphabetic()
+                && w[1] == b' '
+                && w[2].is_ascii_alphabetic()
+                && w[3] == b' '
+                && w[4].is_ascii_alphabetic()
+        })
 }
 
 #[cfg(test)]

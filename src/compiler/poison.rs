@@ -78,11 +78,27 @@ struct Anomaly {
 
 enum Matcher {
     Chars(CharClass),
-    Patterns(Vec<regex::Regex>),
+    /// Checked for every text through [`pattern_set`]; each pattern is compiled alone only when
+    /// the set says it matched a text, to locate the match (most never do).
+    Patterns(Vec<LazyPattern>),
     Anomaly(Anomaly),
     Shadowing,
     /// Base64 runs that decode to readable text.
     Encoded,
+}
+
+/// A pattern compiled on first use (the set that names it has already proved it compiles).
+struct LazyPattern {
+    source: String,
+    compiled: OnceLock<regex::Regex>,
+}
+
+impl LazyPattern {
+    fn get(&self) -> &regex::Regex {
+        self.compiled.get_or_init(|| {
+            regex::Regex::new(&self.source).expect("the rule set compiled this pattern")
+        })
+    }
 }
 
 /// One rule of `poison.toml`.
@@ -119,12 +135,21 @@ fn read_rules(text: &str) -> Result<Vec<Rule>, String> {
             matchers.push(Matcher::Chars(c));
         }
         if !r.patterns.is_empty() {
-            let compiled = r
+            // Parsed here, so a mistake names its rule; compiled only when a text needs it.
+            for p in &r.patterns {
+                regex_syntax::Parser::new()
+                    .parse(p)
+                    .map_err(|e| format!("rule `{}`: {e}", r.id))?;
+            }
+            let lazy = r
                 .patterns
-                .iter()
-                .map(|p| regex::Regex::new(p).map_err(|e| format!("rule `{}`: {e}", r.id)))
-                .collect::<Result<Vec<_>, _>>()?;
-            matchers.push(Matcher::Patterns(compiled));
+                .into_iter()
+                .map(|source| LazyPattern {
+                    source,
+                    compiled: OnceLock::new(),
+                })
+                .collect();
+            matchers.push(Matcher::Patterns(lazy));
         }
         if let Some(a) = r.anomaly {
             matchers.push(Matcher::Anomaly(a));
@@ -156,7 +181,7 @@ fn pattern_set() -> &'static regex::RegexSet {
     static SET: OnceLock<regex::RegexSet> = OnceLock::new();
     SET.get_or_init(|| {
         let all = rules().iter().flat_map(|r| match &r.matcher {
-            Matcher::Patterns(p) => p.iter().map(regex::Regex::as_str).collect(),
+            Matcher::Patterns(p) => p.iter().map(|p| p.source.as_str()).collect(),
             _ => Vec::new(),
         });
         regex::RegexSet::new(all).expect("every pattern compiled alone")
@@ -264,7 +289,7 @@ fn findings(
                         .iter()
                         .enumerate()
                         .filter(|(k, _)| matched.matched(at + k))
-                        .find_map(|(_, p)| p.find(f).map(|m| m.range()))
+                        .find_map(|(_, p)| p.get().find(f).map(|m| m.range()))
                 };
                 find(&in_text, text.text)
                     .map(|range| evidence(text.text, range))
@@ -288,7 +313,10 @@ fn findings(
                 .first()
                 .map(|t| format!("decodes to \"{}\"", evidence(t, 0..0))),
             // Another server's tool named in a sentence that gives an order. A name its own
-            // server also defines is the server talking about itself.
+            // server also defines is the server talking about itself. Only distinctive names
+            // are listed, so other words are never looked up; with none listed (a team's own
+            // tools) no sentence is read.
+            Matcher::Shadowing if names.is_empty() => None,
             Matcher::Shadowing => text
                 .text
                 .split(['.', '!', '?', '\n'])
@@ -296,7 +324,10 @@ fn findings(
                 .find_map(|sentence| {
                     sentence
                         .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-')))
-                        .find(|w| names.get(w).is_some_and(|files| !files.contains(&file)))
+                        .find(|w| {
+                            distinctive(w)
+                                && names.get(w).is_some_and(|files| !files.contains(&file))
+                        })
                         .map(|w| (w, sentence))
                 })
                 .map(|(w, sentence)| {
@@ -513,5 +544,14 @@ mod tests {
         )
         .is_err());
         assert!(read_rules("[[rule]]\nid = \"a\"\nseverity = \"warning\"\nmessage = \"m\"\nhelp = \"h\"\npatterns = [\"(\"]\n").is_err());
+        // Patterns compile on first use: every one must, alone and in the set.
+        for r in r {
+            if let Matcher::Patterns(p) = &r.matcher {
+                for p in p {
+                    assert_eq!(p.get().as_str(), p.source, "{}", r.id);
+                }
+            }
+        }
+        assert!(pattern_set().len() > 10);
     }
 }

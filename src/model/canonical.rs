@@ -6,14 +6,54 @@
 
 use serde_json::{Map, Value};
 
-/// Feeds `value`'s compact JSON to `hasher` through a 64 KB buffer. serde_json writes a token at
-/// a time, and a blake3 update per token cost more than the hashing itself.
+/// Feeds `value`'s compact JSON to `hasher` through a 16 KB buffer on the stack. serde_json
+/// writes a token at a time, and a blake3 update per token cost more than the hashing itself; a
+/// heap buffer per call (every tool's pin makes a few) cost fresh pages.
 #[cfg(any(feature = "compiler", feature = "runtime"))]
 pub fn hash_json<T: serde::Serialize + ?Sized>(hasher: &mut blake3::Hasher, value: &T) {
-    use std::io::Write as _;
-    let mut buffered = std::io::BufWriter::with_capacity(64 << 10, hasher);
+    let mut buffered = HashBuffer {
+        hasher,
+        buf: [0; 16 << 10],
+        len: 0,
+    };
     serde_json::to_writer(&mut buffered, value).expect("hashing cannot fail");
-    buffered.flush().expect("hashing cannot fail");
+    buffered.flush_to_hasher();
+}
+
+/// What `BufWriter` does for [`hash_json`], with the buffer inline.
+#[cfg(any(feature = "compiler", feature = "runtime"))]
+struct HashBuffer<'a> {
+    hasher: &'a mut blake3::Hasher,
+    buf: [u8; 16 << 10],
+    len: usize,
+}
+
+#[cfg(any(feature = "compiler", feature = "runtime"))]
+impl HashBuffer<'_> {
+    fn flush_to_hasher(&mut self) {
+        self.hasher.update(&self.buf[..self.len]);
+        self.len = 0;
+    }
+}
+
+#[cfg(any(feature = "compiler", feature = "runtime"))]
+impl std::io::Write for HashBuffer<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.len + bytes.len() > self.buf.len() {
+            self.flush_to_hasher();
+        }
+        if bytes.len() >= self.buf.len() {
+            self.hasher.update(bytes);
+        } else {
+            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A copy of `v` with every object's keys sorted, except the values of keys in `keep_order`,
@@ -241,17 +281,15 @@ struct Ops<'a> {
 
 impl serde::Serialize for Ops<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error, SerializeMap};
+        use serde::ser::SerializeMap;
         let mut map = s.serialize_map(Some(self.registry.ops.len()))?;
         for (op, record) in &self.registry.ops {
-            let v = serde_json::to_value(record).map_err(S::Error::custom)?;
-            let skip: &[&str] = if self.hashed { &["source", "pin"] } else { &[] };
             map.serialize_entry(
                 op,
-                &Sorted {
-                    value: &v,
+                &CanonicalOp {
+                    op: record,
                     keep: self.keep,
-                    skip,
+                    hashed: self.hashed,
                 },
             )?;
         }
@@ -259,10 +297,363 @@ impl serde::Serialize for Ops<'_> {
     }
 }
 
+/// One op record as [`Sorted`] would write its `serde_json::Value`, field by field in sorted
+/// key order, without building the value: the copy was a third of a registry-only build at
+/// 10,000 ops. `hashed` leaves out `source` and `pin`. Every JSON value inside goes through
+/// [`Sorted`] with the same `keep`. A unit test proves the bytes equal the value's for every op
+/// of the repo's catalogs and for a record with every field set.
+struct CanonicalOp<'a> {
+    op: &'a crate::registry::OpRecord,
+    keep: &'a [&'a str],
+    hashed: bool,
+}
+
+impl CanonicalOp<'_> {
+    /// The JSON value under `key`: written as it is when the key is kept, else sorted, exactly
+    /// as `Sorted` treats an object's children.
+    fn value<'v>(&'v self, value: &'v Value, key: &str) -> Either<'v> {
+        if self.keep.contains(&key) {
+            Either::AsIs(value)
+        } else {
+            Either::Sorted(Sorted {
+                value,
+                keep: self.keep,
+                skip: &[],
+            })
+        }
+    }
+}
+
+/// A value written as it is (a kept subtree) or sorted.
+enum Either<'a> {
+    AsIs(&'a Value),
+    Sorted(Sorted<'a>),
+}
+
+impl serde::Serialize for Either<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Either::AsIs(v) => v.serialize(s),
+            Either::Sorted(v) => v.serialize(s),
+        }
+    }
+}
+
+impl serde::Serialize for CanonicalOp<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        // Destructured so a new field fails to compile here until it is written (and the unit
+        // test then checks its place in the order).
+        let crate::registry::OpRecord {
+            op,
+            tool_name,
+            provider_name,
+            description,
+            summary,
+            parameters_schema,
+            output_schema,
+            group,
+            entity,
+            action,
+            kind,
+            destructive,
+            dry_run_default,
+            hidden,
+            pass_unknown_arguments,
+            tags,
+            aliases,
+            when_to_use,
+            queries,
+            display,
+            args,
+            required_args,
+            id_args,
+            id_discovery,
+            arg_aliases,
+            examples,
+            policy,
+            annotations,
+            source,
+            pin,
+        } = self.op;
+        let sorted_args: Vec<CanonicalArg> = args
+            .iter()
+            .map(|arg| CanonicalArg { arg, op: self })
+            .collect();
+        let sorted_examples: Vec<CanonicalExample> = examples
+            .iter()
+            .map(|example| CanonicalExample { example, op: self })
+            .collect();
+        // Keys in byte order, as `Sorted` orders them.
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("action", action)?;
+        m.serialize_entry("aliases", aliases)?;
+        if let Some(a) = annotations {
+            m.serialize_entry("annotations", &CanonicalAnnotations(a))?;
+        }
+        if !arg_aliases.is_empty() {
+            m.serialize_entry("arg_aliases", arg_aliases)?;
+        }
+        m.serialize_entry("args", &sorted_args)?;
+        m.serialize_entry("description", description)?;
+        m.serialize_entry("destructive", destructive)?;
+        if let Some(d) = display {
+            m.serialize_entry("display", d)?;
+        }
+        m.serialize_entry("dry_run_default", dry_run_default)?;
+        if let Some(e) = entity {
+            m.serialize_entry("entity", e)?;
+        }
+        m.serialize_entry("examples", &sorted_examples)?;
+        m.serialize_entry("group", group)?;
+        m.serialize_entry("hidden", hidden)?;
+        m.serialize_entry("id_args", id_args)?;
+        m.serialize_entry("id_discovery", id_discovery)?;
+        m.serialize_entry("kind", kind)?;
+        m.serialize_entry("op", op)?;
+        if let Some(o) = output_schema {
+            m.serialize_entry("output_schema", &self.value(o, "output_schema"))?;
+        }
+        m.serialize_entry(
+            "parameters_schema",
+            &self.value(parameters_schema, "parameters_schema"),
+        )?;
+        if *pass_unknown_arguments {
+            m.serialize_entry("pass_unknown_arguments", pass_unknown_arguments)?;
+        }
+        if !self.hashed {
+            if let Some(p) = pin {
+                m.serialize_entry("pin", p)?;
+            }
+        }
+        if let Some(p) = policy {
+            m.serialize_entry("policy", p)?;
+        }
+        m.serialize_entry("provider_name", provider_name)?;
+        if !queries.is_empty() {
+            m.serialize_entry("queries", queries)?;
+        }
+        m.serialize_entry("required_args", required_args)?;
+        if !self.hashed {
+            m.serialize_entry("source", source)?;
+        }
+        m.serialize_entry("summary", summary)?;
+        m.serialize_entry("tags", tags)?;
+        m.serialize_entry("tool_name", tool_name)?;
+        if let Some(w) = when_to_use {
+            m.serialize_entry("when_to_use", w)?;
+        }
+        m.end()
+    }
+}
+
+struct CanonicalArg<'a> {
+    arg: &'a crate::registry::Arg,
+    op: &'a CanonicalOp<'a>,
+}
+
+impl serde::Serialize for CanonicalArg<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let crate::registry::Arg {
+            name,
+            type_,
+            required,
+            default,
+            enum_,
+            range,
+            description,
+        } = self.arg;
+        let mut m = s.serialize_map(None)?;
+        if let Some(d) = default {
+            m.serialize_entry("default", &self.op.value(d, "default"))?;
+        }
+        if !description.is_empty() {
+            m.serialize_entry("description", description)?;
+        }
+        if let Some(values) = enum_ {
+            let values: Vec<Either> = values.iter().map(|v| self.op.value(v, "enum")).collect();
+            m.serialize_entry("enum", &values)?;
+        }
+        m.serialize_entry("name", name)?;
+        if let Some(r) = range {
+            m.serialize_entry("range", r)?;
+        }
+        m.serialize_entry("required", required)?;
+        m.serialize_entry("type", type_)?;
+        m.end()
+    }
+}
+
+struct CanonicalExample<'a> {
+    example: &'a crate::registry::Example,
+    op: &'a CanonicalOp<'a>,
+}
+
+impl serde::Serialize for CanonicalExample<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let crate::registry::Example {
+            description,
+            args,
+            origin,
+        } = self.example;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("args", &self.op.value(args, "args"))?;
+        m.serialize_entry("description", description)?;
+        m.serialize_entry("origin", origin)?;
+        m.end()
+    }
+}
+
+struct CanonicalAnnotations<'a>(&'a crate::registry::McpAnnotations);
+
+impl serde::Serialize for CanonicalAnnotations<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let crate::registry::McpAnnotations {
+            title,
+            read_only_hint,
+            destructive_hint,
+            idempotent_hint,
+            open_world_hint,
+        } = self.0;
+        let mut m = s.serialize_map(None)?;
+        for (key, hint) in [
+            ("destructiveHint", destructive_hint),
+            ("idempotentHint", idempotent_hint),
+            ("openWorldHint", open_world_hint),
+            ("readOnlyHint", read_only_hint),
+        ] {
+            if let Some(h) = hint {
+                m.serialize_entry(key, h)?;
+            }
+        }
+        if let Some(t) = title {
+            m.serialize_entry("title", t)?;
+        }
+        m.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The buffered hash is the hash of the whole text, for texts shorter and longer than the
+    /// buffer and with single writes larger than it.
+    #[cfg(any(feature = "compiler", feature = "runtime"))]
+    #[test]
+    fn buffered_hash_is_the_hash_of_the_text() {
+        let long = "x".repeat(40 << 10);
+        for v in [
+            json!({"a": 1}),
+            json!({"big": long, "after": [1, 2, 3]}),
+            json!((0..5000).map(|i| format!("item {i}")).collect::<Vec<_>>()),
+        ] {
+            let mut h = blake3::Hasher::new();
+            hash_json(&mut h, &v);
+            assert_eq!(h.finalize(), blake3::hash(&serde_json::to_vec(&v).unwrap()));
+        }
+    }
+
+    /// An op written field by field is byte for byte the op turned into a value and sorted, in
+    /// both forms, for every op of the repo's catalogs and for one with every field set.
+    #[cfg(feature = "compiler")]
+    #[test]
+    fn canonical_op_writes_what_the_sorted_value_does() {
+        use crate::registry::{McpAnnotations, Origin, Policy, ToolPin};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut ops = Vec::new();
+        for dir in [
+            "definitions",
+            "examples/universal-agent/definitions",
+            "tests/fixture/definitions",
+        ] {
+            let reg = crate::compiler::compile(&root.join(dir)).registry.unwrap();
+            ops.extend(reg.ops.into_values());
+        }
+        let mut full = ops[0].clone();
+        full.output_schema = Some(
+            json!({"type": "object", "properties": {"z": {"b": 1, "a": 2}, "parameters_schema": {"y": 1, "x": 2}}}),
+        );
+        full.entity = Some("thing".into());
+        full.pass_unknown_arguments = true;
+        full.when_to_use = Some("when".into());
+        full.queries = vec!["q".into()];
+        full.display = Some("args.title".into());
+        full.arg_aliases = [("b".to_string(), "a".to_string())].into();
+        full.policy = Some(Policy {
+            do_: vec!["d".into()],
+            dont: vec!["n".into()],
+            edge_cases: vec!["e".into()],
+            origin: Origin::Overlay,
+        });
+        full.annotations = Some(McpAnnotations {
+            title: Some("T".into()),
+            read_only_hint: Some(true),
+            destructive_hint: Some(false),
+            idempotent_hint: Some(true),
+            open_world_hint: Some(false),
+        });
+        full.pin = Some(ToolPin {
+            digest: "b3:x".into(),
+            parts: [("name".to_string(), "b3:y".to_string())].into(),
+        });
+        full.args.push(crate::registry::Arg {
+            name: "n".into(),
+            type_: "object".into(),
+            required: false,
+            default: Some(json!({"b": 1, "a": {"d": 1, "c": 2}})),
+            enum_: Some(vec![json!({"z": 1, "y": 2}), json!("s")]),
+            range: Some("1..5".into()),
+            description: "an argument".into(),
+        });
+        full.examples.push(crate::registry::Example {
+            description: "x".into(),
+            args: json!({"z": 1, "output_schema": {"b": 1, "a": 2}, "a": [{"y": 1, "x": 2}]}),
+            origin: Origin::Derived,
+        });
+        ops.push(full);
+        let artifact_keep: &[&str] = &["parameters_schema", "output_schema"];
+        for op in &ops {
+            let value = serde_json::to_value(op).unwrap();
+            let hashed = CanonicalOp {
+                op,
+                keep: &[],
+                hashed: true,
+            };
+            let want = Sorted {
+                value: &value,
+                keep: &[],
+                skip: &["source", "pin"],
+            };
+            assert_eq!(
+                serde_json::to_string(&hashed).unwrap(),
+                serde_json::to_string(&want).unwrap(),
+                "{}",
+                op.op
+            );
+            let artifact = CanonicalOp {
+                op,
+                keep: artifact_keep,
+                hashed: false,
+            };
+            let want = Sorted {
+                value: &value,
+                keep: artifact_keep,
+                skip: &[],
+            };
+            assert_eq!(
+                serde_json::to_string_pretty(&artifact).unwrap(),
+                serde_json::to_string_pretty(&want).unwrap(),
+                "{}",
+                op.op
+            );
+        }
+        assert!(ops.len() > 100, "{}", ops.len());
+    }
 
     #[test]
     fn sorts_all_but_kept_subtrees() {
