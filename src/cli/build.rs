@@ -91,7 +91,7 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
     let mut progress = Progress::start(&format!("writing {}", display(&out.out)), defs.quiet);
     let written = output::write(&out.out, &files, Ownership::Folder);
     progress.finish();
-    match written {
+    let code = match written {
         Ok(r) => {
             let reg = g
                 .compiled
@@ -141,7 +141,12 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
             show(&vec![*d].into(), format, true);
             ExitCode::from(2)
         }
-    }
+    };
+    // The process ends with this command: freeing a 10,000-op registry and its files one
+    // allocation at a time was 2% of a registry-only build, for memory the exit returns anyway.
+    std::mem::forget(files);
+    std::mem::forget(g.compiled);
+    code
 }
 
 /// The last build's record, when this build would be the same one: same fingerprint, the folder

@@ -173,33 +173,33 @@ fn join_spaced_letters(s: &str) -> String {
 
 /// Digits and symbols read as letters inside words that mix them with letters ("1gn0re").
 fn unleet(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.contains(['0', '1', '3', '4', '5', '7', '@', '$']) {
+    // All ASCII, so a byte test is exact (no byte of a multi-byte character is ASCII).
+    let has_substitute = |w: &str| {
+        w.bytes()
+            .any(|b| matches!(b, b'0' | b'1' | b'3' | b'4' | b'5' | b'7' | b'@' | b'$'))
+    };
+    if !has_substitute(s) {
         return std::borrow::Cow::Borrowed(s);
     }
-    s.split_inclusive(|c: char| c.is_whitespace())
-        .map(|w| {
-            let letters = w.chars().filter(|c| c.is_alphabetic()).count();
-            let subs = w
-                .chars()
-                .filter(|c| matches!(c, '0' | '1' | '3' | '4' | '5' | '7' | '@' | '$'))
-                .count();
-            if letters >= 1 && subs >= 1 && w.trim().chars().count() >= 2 {
-                w.chars()
-                    .map(|c| match c {
-                        '0' => 'o',
-                        '1' => 'i',
-                        '3' => 'e',
-                        '4' | '@' => 'a',
-                        '5' | '$' => 's',
-                        '7' => 't',
-                        c => c,
-                    })
-                    .collect()
-            } else {
-                w.to_string()
-            }
-        })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    for w in s.split_inclusive(|c: char| c.is_whitespace()) {
+        // Most words have no substitute and are copied as they are.
+        if has_substitute(w) && w.chars().any(char::is_alphabetic) && w.trim().chars().count() >= 2
+        {
+            out.extend(w.chars().map(|c| match c {
+                '0' => 'o',
+                '1' => 'i',
+                '3' => 'e',
+                '4' | '@' => 'a',
+                '5' | '$' => 's',
+                '7' => 't',
+                c => c,
+            }));
+        } else {
+            out.push_str(w);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Runs of 24 or more base64 characters decoded, when they decode to readable text.

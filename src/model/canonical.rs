@@ -6,47 +6,48 @@
 
 use serde_json::{Map, Value};
 
-/// Feeds `value`'s compact JSON to `hasher` through a 16 KB buffer on the stack. serde_json
-/// writes a token at a time, and a blake3 update per token cost more than the hashing itself; a
-/// heap buffer per call (every tool's pin makes a few) cost fresh pages.
+/// Feeds `value`'s compact JSON to `hasher` through a 16 KB buffer. serde_json writes a token at
+/// a time, and a blake3 update per token cost more than the hashing itself. The buffer is
+/// neither zeroed (an array on the stack was, a memset per call) nor large enough to cost fresh
+/// pages (a 64 KB `BufWriter` did): every tool's pin makes a few of these calls.
 #[cfg(any(feature = "compiler", feature = "runtime"))]
 pub fn hash_json<T: serde::Serialize + ?Sized>(hasher: &mut blake3::Hasher, value: &T) {
     let mut buffered = HashBuffer {
         hasher,
-        buf: [0; 16 << 10],
-        len: 0,
+        buf: Vec::with_capacity(HASH_BUFFER),
     };
     serde_json::to_writer(&mut buffered, value).expect("hashing cannot fail");
     buffered.flush_to_hasher();
 }
 
-/// What `BufWriter` does for [`hash_json`], with the buffer inline.
+#[cfg(any(feature = "compiler", feature = "runtime"))]
+const HASH_BUFFER: usize = 16 << 10;
+
+/// What `BufWriter` does for [`hash_json`], its buffer never grown past [`HASH_BUFFER`].
 #[cfg(any(feature = "compiler", feature = "runtime"))]
 struct HashBuffer<'a> {
     hasher: &'a mut blake3::Hasher,
-    buf: [u8; 16 << 10],
-    len: usize,
+    buf: Vec<u8>,
 }
 
 #[cfg(any(feature = "compiler", feature = "runtime"))]
 impl HashBuffer<'_> {
     fn flush_to_hasher(&mut self) {
-        self.hasher.update(&self.buf[..self.len]);
-        self.len = 0;
+        self.hasher.update(&self.buf);
+        self.buf.clear();
     }
 }
 
 #[cfg(any(feature = "compiler", feature = "runtime"))]
 impl std::io::Write for HashBuffer<'_> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if self.len + bytes.len() > self.buf.len() {
+        if self.buf.len() + bytes.len() > HASH_BUFFER {
             self.flush_to_hasher();
         }
-        if bytes.len() >= self.buf.len() {
+        if bytes.len() >= HASH_BUFFER {
             self.hasher.update(bytes);
         } else {
-            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-            self.len += bytes.len();
+            self.buf.extend_from_slice(bytes);
         }
         Ok(bytes.len())
     }
