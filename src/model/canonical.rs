@@ -7,54 +7,15 @@
 use serde_json::{Map, Value};
 
 /// Feeds `value`'s compact JSON to `hasher` through a 16 KB buffer. serde_json writes a token at
-/// a time, and a blake3 update per token cost more than the hashing itself. The buffer is
-/// neither zeroed (an array on the stack was, a memset per call) nor large enough to cost fresh
-/// pages (a 64 KB `BufWriter` did): every tool's pin makes a few of these calls.
+/// a time, and a blake3 update per token cost more than the hashing itself. Every tool's pin
+/// makes a few of these calls: a 64 KB buffer cost fresh pages each time, and an array on the
+/// stack a memset; `BufWriter`'s buffer is never zeroed, and at 16 KB the allocator reuses it.
 #[cfg(any(feature = "compiler", feature = "runtime"))]
 pub fn hash_json<T: serde::Serialize + ?Sized>(hasher: &mut blake3::Hasher, value: &T) {
-    let mut buffered = HashBuffer {
-        hasher,
-        buf: Vec::with_capacity(HASH_BUFFER),
-    };
+    use std::io::Write as _;
+    let mut buffered = std::io::BufWriter::with_capacity(16 << 10, hasher);
     serde_json::to_writer(&mut buffered, value).expect("hashing cannot fail");
-    buffered.flush_to_hasher();
-}
-
-#[cfg(any(feature = "compiler", feature = "runtime"))]
-const HASH_BUFFER: usize = 16 << 10;
-
-/// What `BufWriter` does for [`hash_json`], its buffer never grown past [`HASH_BUFFER`].
-#[cfg(any(feature = "compiler", feature = "runtime"))]
-struct HashBuffer<'a> {
-    hasher: &'a mut blake3::Hasher,
-    buf: Vec<u8>,
-}
-
-#[cfg(any(feature = "compiler", feature = "runtime"))]
-impl HashBuffer<'_> {
-    fn flush_to_hasher(&mut self) {
-        self.hasher.update(&self.buf);
-        self.buf.clear();
-    }
-}
-
-#[cfg(any(feature = "compiler", feature = "runtime"))]
-impl std::io::Write for HashBuffer<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if self.buf.len() + bytes.len() > HASH_BUFFER {
-            self.flush_to_hasher();
-        }
-        if bytes.len() >= HASH_BUFFER {
-            self.hasher.update(bytes);
-        } else {
-            self.buf.extend_from_slice(bytes);
-        }
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    buffered.flush().expect("hashing cannot fail");
 }
 
 /// A copy of `v` with every object's keys sorted, except the values of keys in `keep_order`,
