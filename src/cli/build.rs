@@ -534,17 +534,16 @@ fn quarantined_line(reg: &toolreg::Registry) -> Option<String> {
 /// Brings `toolreg.lock` up to date after a build, saying what changed (its diff is what a
 /// reviewer approves). False when it could not be written (reported).
 fn update_lock(defs: &std::path::Path, reg: &toolreg::Registry) -> bool {
-    use toolreg::trust::lock::{self, Lock, LockDiff};
+    use toolreg::trust::lock::{self, Lock, LockDiff, Written};
     let now = Lock::of(reg, defs);
-    // The old lock is parsed only to say what changed: when the build leaves it as it was (most
-    // builds), parsing it was 7% of a registry-only build at 10,000 tools.
     let path = lock::path(defs);
-    let before_text = std::fs::read_to_string(&path).ok();
     let plural = if now.tools.len() == 1 { "" } else { "s" };
     match lock::write(defs, &now) {
-        Ok(false) => true,
-        Ok(true) => {
-            let before = before_text
+        Ok(Written::Unchanged) => true,
+        Ok(Written::Replaced { previous }) => {
+            // Parsed only to say what changed: when the build leaves the lock as it was (most
+            // builds), parsing it was 7% of a registry-only build at 10,000 tools.
+            let before = previous
                 .as_deref()
                 .and_then(|text| Lock::parse(text, &path).ok())
                 .unwrap_or_default();

@@ -154,13 +154,22 @@ impl Lock {
     }
 }
 
+/// What [`write`] did.
+pub enum Written {
+    /// The lock already held these bytes.
+    Unchanged,
+    /// The lock was written; `previous` is the text it replaced (none when there was no lock or
+    /// it could not be read), for saying what changed.
+    Replaced { previous: Option<String> },
+}
+
 /// Writes the lock when its bytes differ (beside it, then renamed: never half a file).
-/// Returns whether it wrote.
-pub fn write(defs: &Path, lock: &Lock) -> Result<bool, LockError> {
+pub fn write(defs: &Path, lock: &Lock) -> Result<Written, LockError> {
     let path = defs.join(LOCK_FILE);
     let text = lock.render();
-    if std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
-        return Ok(false);
+    let previous = std::fs::read_to_string(&path).ok();
+    if previous.as_deref() == Some(text.as_str()) {
+        return Ok(Written::Unchanged);
     }
     // A name of this process's own, so two builds of one folder never share a temporary file.
     let tmp = defs.join(format!(".{LOCK_FILE}.{}.tmp", std::process::id()));
@@ -169,7 +178,7 @@ pub fn write(defs: &Path, lock: &Lock) -> Result<bool, LockError> {
         let _ = std::fs::remove_file(&tmp);
         file_error(&path, e)
     })?;
-    Ok(true)
+    Ok(Written::Replaced { previous })
 }
 
 /// The lock's path in `defs`.
