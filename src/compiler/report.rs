@@ -8,6 +8,7 @@
 use crate::compiler::memo::{Bounded, Memo};
 use crate::compiler::surfaces::{self, ToolDef};
 use crate::help::HelpDoc;
+use crate::model::help::{compact_json, PageTexts};
 use crate::registry::Registry;
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -128,7 +129,7 @@ impl Size {
 
 /// The size of a tools array as a provider receives it (compact JSON).
 pub fn surface_size(defs: &[ToolDef]) -> Size {
-    Size::of(&surfaces::tools_json(defs).to_string())
+    Size::of(&surfaces::tools_text(defs))
 }
 
 fn ratio(part: usize, whole: usize) -> f64 {
@@ -298,11 +299,11 @@ pub fn split_at_stamps<'t>(text: &'t str, stamp: &str) -> (Vec<&'t str>, usize) 
 
 /// The whole report as JSON.
 pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
-    build_memo(reg, help, None)
+    build_memo(reg, &help.texts(), None)
 }
 
 /// `build`, taking token counts of texts an earlier build counted from `memo`.
-pub fn build_memo(reg: &Registry, help: &HelpDoc, memo: Option<&Memo>) -> Value {
+pub fn build_memo(reg: &Registry, help: &PageTexts, memo: Option<&Memo>) -> Value {
     let direct = surfaces::direct(reg);
     let gateway = surfaces::gateway(reg);
     let profile_defs: Vec<(&String, Vec<ToolDef>)> = reg
@@ -312,14 +313,10 @@ pub fn build_memo(reg: &Registry, help: &HelpDoc, memo: Option<&Memo>) -> Value 
         .collect();
     // Every text to count, in one list: the surfaces, then each help page short and full.
     let mut texts: Vec<String> = vec![
-        surfaces::tools_json(&direct).to_string(),
-        surfaces::tools_json(&gateway).to_string(),
+        surfaces::tools_text(&direct),
+        surfaces::tools_text(&gateway),
     ];
-    texts.extend(
-        profile_defs
-            .iter()
-            .map(|(_, d)| surfaces::tools_json(d).to_string()),
-    );
+    texts.extend(profile_defs.iter().map(|(_, d)| surfaces::tools_text(d)));
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let memo = memo.map(|m| (m, reg.registry_version.as_str()));
     let sizes = sizes_with(&refs, true, memo);
@@ -327,8 +324,8 @@ pub fn build_memo(reg: &Registry, help: &HelpDoc, memo: Option<&Memo>) -> Value 
     // (a fleet catalog has thousands of pages; a second encoding doubled the report's cost).
     let mut page_texts: Vec<String> = Vec::with_capacity(help.pages.len() * 2);
     for page in help.pages.values() {
-        page_texts.push(page.short.to_string());
-        page_texts.push(page.full.to_string());
+        page_texts.push(compact_json(&page.short));
+        page_texts.push(compact_json(&page.full));
     }
     let page_refs: Vec<&str> = page_texts.iter().map(String::as_str).collect();
     let page_sizes = sizes_with(&page_refs, false, memo);
@@ -432,7 +429,7 @@ pub fn artifacts<'a>(emitted: impl IntoIterator<Item = (&'a str, usize, usize)>)
 /// emitted texts the paths name.
 pub fn disclosure(
     reg: &Registry,
-    help: &HelpDoc,
+    help: &PageTexts,
     files: &std::collections::BTreeMap<String, String>,
     codemode_path: impl Fn(&crate::registry::OpRecord) -> [String; 3],
 ) -> Value {
@@ -443,9 +440,9 @@ pub fn disclosure(
             .entry(key)
             .or_insert_with(|| text().map_or(0, |x| t.o200k(&x)))
     };
-    let gateway = surfaces::tools_json(&surfaces::gateway(reg)).to_string();
+    let gateway = surfaces::tools_text(&surfaces::gateway(reg));
     let gateway_tools = count("surface:gateway".into(), &|| Some(gateway.clone()));
-    let page = |path: &str| help.pages.get(path).map(|p| p.short.to_string());
+    let page = |path: &str| help.pages.get(path).map(|p| compact_json(&p.short));
     let mut via_gateway = Vec::with_capacity(reg.ops.len());
     let mut via_codemode = Vec::with_capacity(reg.ops.len());
     for r in reg.ops.values() {
@@ -461,7 +458,7 @@ pub fn disclosure(
                 .sum(),
         );
     }
-    let direct = surfaces::tools_json(&surfaces::direct(reg)).to_string();
+    let direct = surfaces::tools_text(&surfaces::direct(reg));
     json!({
         "measured_as": "o200k tokens a model reads to find and call one op",
         "direct": t.o200k(&direct),

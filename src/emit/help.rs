@@ -11,6 +11,7 @@
 
 use super::FileMap;
 use crate::help::{HelpDoc, HelpPages, ROOT};
+use crate::model::help::{PageText, PageTexts};
 use crate::registry::{Arg, GroupNode, Kind, OpRecord, Registry};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -26,8 +27,49 @@ const FULL_ARG_CHARS: usize = 1_500;
 /// Most enum values one argument shows on a page.
 const MAX_ENUM: usize = 60;
 
-pub fn emit(doc: &HelpDoc) -> FileMap {
-    FileMap::from([(FILE.to_string(), render(doc))])
+pub fn emit(doc: &PageTexts) -> FileMap {
+    FileMap::from([(FILE.to_string(), render_texts(doc))])
+}
+
+/// [`render`] from the pages as text: the same bytes (`texts_render_as_values_do` proves it),
+/// written as `serde_json::to_string_pretty` lays out the document around them.
+pub fn render_texts(doc: &PageTexts) -> String {
+    let json = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let mut out = String::with_capacity(
+        256 + doc
+            .pages
+            .iter()
+            .map(|(path, p)| path.len() + 40 + (p.short.len() + p.full.len()) * 11 / 10)
+            .sum::<usize>(),
+    );
+    // A page sits three objects deep: its lines after the first are indented six spaces.
+    let page = |out: &mut String, text: &str| {
+        let mut lines = text.split('\n');
+        out.push_str(lines.next().unwrap_or_default());
+        for line in lines {
+            out.push_str("\n      ");
+            out.push_str(line);
+        }
+    };
+    out.push_str("{\n  \"generator\": ");
+    out.push_str(&json(&doc.generator));
+    out.push_str(",\n  \"pages\": {");
+    for (k, (path, p)) in doc.pages.iter().enumerate() {
+        out.push_str(if k == 0 { "\n    " } else { ",\n    " });
+        out.push_str(&json(path));
+        out.push_str(": {\n      \"full\": ");
+        page(&mut out, &p.full);
+        out.push_str(",\n      \"short\": ");
+        page(&mut out, &p.short);
+        out.push_str("\n    }");
+    }
+    if !doc.pages.is_empty() {
+        out.push_str("\n  ");
+    }
+    out.push_str("},\n  \"registry_version\": ");
+    out.push_str(&json(&doc.registry_version));
+    out.push_str("\n}\n");
+    out
 }
 
 /// `help.json` text: keys sorted down to the pages, each page's fields in the order they are
@@ -73,6 +115,42 @@ pub fn build(reg: &Registry) -> HelpDoc {
 
 /// The pages whose path `keep` accepts (`toolreg diff` builds only what a change can touch).
 pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
+    let pages = pages_as(reg, keep, &std::sync::Arc::new)
+        .into_iter()
+        .map(|(path, (short, full))| (path, HelpPages { short, full }))
+        .collect();
+    HelpDoc::new(
+        crate::registry::GENERATOR.into(),
+        reg.registry_version.clone(),
+        pages,
+    )
+}
+
+/// All pages as text (what a build holds while its emitters run: a fraction of the memory of
+/// the pages as values).
+pub fn build_texts(reg: &Registry) -> PageTexts {
+    let pretty = |v: Value| {
+        serde_json::to_string_pretty(&v)
+            .unwrap_or_default()
+            .into_boxed_str()
+    };
+    let pages = pages_as(reg, &|_| true, &pretty)
+        .into_iter()
+        .map(|(path, (short, full))| (path, PageText { short, full }))
+        .collect();
+    PageTexts {
+        generator: crate::registry::GENERATOR.into(),
+        registry_version: reg.registry_version.clone(),
+        pages,
+    }
+}
+
+/// Each kept path's short and full page, made into `T` as soon as it is built.
+fn pages_as<T>(
+    reg: &Registry,
+    keep: &dyn Fn(&str) -> bool,
+    make: &dyn Fn(Value) -> T,
+) -> BTreeMap<String, (T, T)> {
     let mut pages = BTreeMap::new();
     // A directory page is paged when its listings are long (`paged`): its first page keeps the
     // path, the others are `PATH@2`, `PATH@3`, ...
@@ -102,13 +180,7 @@ pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
             let f = full
                 .next()
                 .unwrap_or_else(|| empty_page(path, k, n, version));
-            pages.insert(
-                key,
-                HelpPages {
-                    short: std::sync::Arc::new(s),
-                    full: std::sync::Arc::new(f),
-                },
-            );
+            pages.insert(key, (make(s), make(f)));
         }
     };
     if keep(ROOT) {
@@ -151,11 +223,7 @@ pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
             &["description_more", "args", "examples"],
         );
     }
-    HelpDoc::new(
-        crate::registry::GENERATOR.into(),
-        reg.registry_version.clone(),
-        pages,
-    )
+    pages
 }
 
 /// What separates a directory path from its page number (`root@2`): no op or path has it.
@@ -574,4 +642,59 @@ fn op_page(reg: &Registry, r: &OpRecord, full: bool) -> Value {
         }
     }
     page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compile(dir: &str) -> Registry {
+        let defs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        crate::compiler::compile(&defs)
+            .registry
+            .unwrap_or_else(|| panic!("{dir} compiles"))
+    }
+
+    /// `help.json` written from the pages as text is the file written from the pages as
+    /// values, byte for byte, and each text's compact form is the value's: on every catalog in
+    /// the repo (the fleet ones have paged directories), and on a registry with no pages.
+    #[test]
+    fn texts_render_as_values_do() {
+        let mut paged = 0;
+        for dir in [
+            "definitions",
+            "examples/universal-agent/definitions",
+            "tests/fixture/definitions",
+            "tests/catalogs/github",
+            "tests/catalogs/reference-servers",
+            "tests/catalogs/fleet/livemcp",
+            "tests/catalogs/fleet/toolsdk",
+        ] {
+            let reg = compile(dir);
+            let values = build(&reg);
+            let texts = build_texts(&reg);
+            assert_eq!(values.texts(), texts, "{dir}");
+            assert!(
+                render(&values) == render_texts(&texts),
+                "{dir}: help.json differs"
+            );
+            for (path, p) in &values.pages {
+                let t = &texts.pages[path];
+                assert_eq!(
+                    crate::model::help::compact_json(&t.short),
+                    compact(&p.short)
+                );
+                assert_eq!(crate::model::help::compact_json(&t.full), compact(&p.full));
+            }
+            paged += values
+                .pages
+                .keys()
+                .filter(|k| k.contains(PAGE_MARK))
+                .count();
+        }
+        assert!(paged > 0, "no catalog has a paged directory");
+        let empty = PageTexts::default();
+        let doc = HelpDoc::new(String::new(), String::new(), BTreeMap::new());
+        assert_eq!(render_texts(&empty), render(&doc));
+    }
 }

@@ -207,12 +207,12 @@ impl Emitter {
 /// `help.json` and the report's page sizes).
 struct Shared<'a> {
     settings: &'a Settings,
-    help: std::sync::OnceLock<crate::help::HelpDoc>,
+    help: std::sync::OnceLock<crate::model::help::PageTexts>,
 }
 
 impl Shared<'_> {
-    fn help(&self, reg: &Registry) -> &crate::help::HelpDoc {
-        self.help.get_or_init(|| help::build(reg))
+    fn help(&self, reg: &Registry) -> &crate::model::help::PageTexts {
+        self.help.get_or_init(|| help::build_texts(reg))
     }
 }
 

@@ -8,7 +8,7 @@ pub const FILE: &str = "report.json";
 
 pub fn emit(
     reg: &Registry,
-    help: &crate::help::HelpDoc,
+    help: &crate::model::help::PageTexts,
     memo: Option<&crate::compiler::memo::Memo>,
 ) -> FileMap {
     let report = crate::compiler::report::build_memo(reg, help, memo);

@@ -56,6 +56,50 @@ pub struct HelpPages {
     pub full: Arc<Value>,
 }
 
+/// Help pages as text: what a build holds while its emitters run. A page as a `Value` tree
+/// takes several times the size of its text, and a 10,000-op build holds over 20,000 pages for
+/// as long as its slowest emitter runs; `help.json` is written from these texts and the report
+/// counts them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PageTexts {
+    pub generator: String,
+    pub registry_version: String,
+    pub pages: BTreeMap<String, PageText>,
+}
+
+/// One path's pages, each as pretty JSON (two-space indent, starting at column 0), exactly as
+/// `serde_json::to_string_pretty` writes the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageText {
+    pub short: Box<str>,
+    pub full: Box<str>,
+}
+
+/// The compact form of JSON text (what `serde_json::to_string` writes for the same value): every
+/// space, tab and line break outside strings dropped. A JSON string holds no raw line break or
+/// tab, so only the escape of a quote needs care.
+pub fn compact_json(pretty: &str) -> String {
+    let mut out = Vec::with_capacity(pretty.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in pretty.as_bytes() {
+        if in_string {
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if !b.is_ascii_whitespace() {
+            in_string = b == b'"';
+            out.push(b);
+        }
+    }
+    // Only ASCII whitespace was dropped, so the bytes are still the text's UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
@@ -139,6 +183,30 @@ impl HelpDoc {
                 read: Default::default(),
             })),
         })
+    }
+
+    /// The pages held in memory as text (a build's pages; deferred pages are not read).
+    pub fn texts(&self) -> PageTexts {
+        let pretty = |v: &Value| {
+            serde_json::to_string_pretty(v)
+                .unwrap_or_default()
+                .into_boxed_str()
+        };
+        PageTexts {
+            generator: self.generator.clone(),
+            registry_version: self.registry_version.clone(),
+            pages: self
+                .pages
+                .iter()
+                .map(|(path, p)| {
+                    let text = PageText {
+                        short: pretty(&p.short),
+                        full: pretty(&p.full),
+                    };
+                    (path.clone(), text)
+                })
+                .collect(),
+        }
     }
 
     /// Whether there is a page at exactly `path`.
@@ -340,5 +408,27 @@ impl HelpDoc {
             "groups": groups,
             "registry_version": self.registry_version,
         })
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    /// Whitespace inside strings, escaped quotes and backslashes, and non-ASCII text survive;
+    /// whitespace between tokens goes.
+    #[test]
+    fn compact_json_is_what_serde_writes_compact() {
+        let v = json!({
+            "a b": " two  spaces ",
+            "quote": "say \"hi\" \\ then",
+            "ends in backslash": "C:\\",
+            "lines": "one\ntwo\tthree",
+            "uni": "Привет, 世界 — ok",
+            "empty": {}, "list": [], "nested": [1, 2.5, {"x": [null, true]}],
+        });
+        let pretty = serde_json::to_string_pretty(&v).unwrap();
+        assert_ne!(pretty, serde_json::to_string(&v).unwrap());
+        assert_eq!(compact_json(&pretty), serde_json::to_string(&v).unwrap());
     }
 }
