@@ -27,7 +27,7 @@ pub struct Impact {
 
 /// The bytes a provider receives for a tools array.
 fn text(defs: &[ToolDef]) -> String {
-    surfaces::tools_json(defs).to_string()
+    surfaces::tools_text(defs)
 }
 
 /// Tokens from the first byte where `old` and `new` differ to the end of `new`.

@@ -2,22 +2,31 @@
 //! a `tools` array to send as is: `gateway.json`, `direct.json`, `profiles/NAME.json`.
 
 use super::FileMap;
-use crate::canonical::to_pretty;
 use crate::compiler::surfaces::{self, ToolDef};
 use crate::registry::Registry;
-use serde_json::json;
 
 fn file(reg: &Registry, surface: &str, defs: &[ToolDef]) -> String {
     // Key order is written out on purpose: the stamp first, the tools last, each tool as a
     // provider expects it (type, function{name, description, parameters}).
-    let value = json!({
-        "_generated": "by toolreg from the tool definitions; do not edit",
-        "generator": crate::registry::GENERATOR,
-        "registry_version": reg.registry_version,
-        "surface": surface,
-        "tools": surfaces::tools_json(defs),
-    });
-    to_pretty(&value)
+    #[derive(serde::Serialize)]
+    struct File<'a> {
+        #[serde(rename = "_generated")]
+        generated: &'static str,
+        generator: &'static str,
+        registry_version: &'a str,
+        surface: &'a str,
+        tools: surfaces::ChatTools<'a>,
+    }
+    let mut text = serde_json::to_string_pretty(&File {
+        generated: "by toolreg from the tool definitions; do not edit",
+        generator: crate::registry::GENERATOR,
+        registry_version: &reg.registry_version,
+        surface,
+        tools: surfaces::ChatTools(defs),
+    })
+    .expect("tool definitions always serialize");
+    text.push('\n');
+    text
 }
 
 pub fn emit(reg: &Registry) -> FileMap {
