@@ -306,13 +306,42 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
         index_groups.push(json!({"name": g, "summary": prose(&node.summary), "link": format!("{}/README.md", seg(g)), "entities": entities,
             "ops": all_ops, "direct": visible(reg, &node.ops).map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
     }
-    for r in reg.ops.values().filter(|r| !r.hidden) {
-        pages.push((
-            format!("src/{}", op_path(r)),
-            "op.md.hbs",
-            op_context(reg, r, &header),
-        ));
+    let mut files = FileMap::new();
+    let mut render = |path: String, template: &str, mut ctx: Value| -> bool {
+        if path.ends_with(".md") {
+            defuse_context(&mut ctx);
+        }
+        match hb.render(template, &ctx) {
+            Ok(text) => {
+                let mut text = text.trim_end().to_string();
+                text.push('\n');
+                files.insert(format!("docs/{path}"), text);
+                true
+            }
+            Err(e) => {
+                diags.push(
+                    Diagnostic::new(Code::Template, format!("template `{template}` failed on `docs/{path}`: {}", e.reason()))
+                        .at(Location::file(template.to_string()))
+                        .help("strict mode: the template names a field this page does not have; see the built-in templates for the fields"),
+                );
+                false
+            }
+        }
+    };
+    // Group and entity pages, then each op's page, made and rendered one at a time (10,000
+    // contexts held at once were a copy of every op), then the book's own pages.
+    for (path, template, ctx) in pages {
+        if !render(path, template, ctx) {
+            return FileMap::new();
+        }
     }
+    for r in reg.ops.values().filter(|r| !r.hidden) {
+        let ctx = op_context(reg, r, &header);
+        if !render(format!("src/{}", op_path(r)), "op.md.hbs", ctx) {
+            return FileMap::new();
+        }
+    }
+    let mut pages: Vec<(String, &str, Value)> = Vec::new();
     let count = reg.ops.values().filter(|r| !r.hidden).count();
     // The gateway tools a model calls these ops through (the batch tool when offered).
     let g = &reg.gateway;
@@ -334,25 +363,9 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
         json!({"header": header, "groups": summary_groups}),
     ));
     pages.push(("book.toml".into(), "book.toml.hbs", book));
-    let mut files = FileMap::new();
-    for (path, template, mut ctx) in pages {
-        if path.ends_with(".md") {
-            defuse_context(&mut ctx);
-        }
-        match hb.render(template, &ctx) {
-            Ok(text) => {
-                let mut text = text.trim_end().to_string();
-                text.push('\n');
-                files.insert(format!("docs/{path}"), text);
-            }
-            Err(e) => {
-                diags.push(
-                    Diagnostic::new(Code::Template, format!("template `{template}` failed on `docs/{path}`: {}", e.reason()))
-                        .at(Location::file(template.to_string()))
-                        .help("strict mode: the template names a field this page does not have; see the built-in templates for the fields"),
-                );
-                return FileMap::new();
-            }
+    for (path, template, ctx) in pages {
+        if !render(path, template, ctx) {
+            return FileMap::new();
         }
     }
     files
