@@ -311,7 +311,9 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
         if path.ends_with(".md") {
             defuse_context(&mut ctx);
         }
-        match hb.render(template, &ctx) {
+        // Handed over as the context itself: `render(template, &ctx)` serialized the page's
+        // whole context into a fresh copy first (a third of the docs emitter's time).
+        match hb.render_with_context(template, &handlebars::Context::from(ctx)) {
             Ok(text) => {
                 let mut text = text.trim_end().to_string();
                 text.push('\n');

@@ -155,8 +155,16 @@ fn pages_as<T>(
     // A directory page is paged when its listings are long (`paged`): its first page keeps the
     // path, the others are `PATH@2`, `PATH@3`, ...
     let mut insert_paged = |path: &str, f: &dyn Fn(bool) -> Value, lists: &[&str]| {
-        let short = paged(split_description(f(false)), path, lists, reg);
-        let full = paged(split_description(f(true)), path, lists, reg);
+        // Most pages fit: measured once here, not again by each splitting step.
+        let split = |page: Value| {
+            if fits(&page) {
+                vec![page]
+            } else {
+                paged(split_description(page), path, lists, reg)
+            }
+        };
+        let short = split(f(false));
+        let full = split(f(true));
         let n = short.len().max(full.len());
         // An op page replaces a directory page of the same path: its later pages too.
         for k in 2.. {
@@ -236,6 +244,27 @@ const PAGE_TOKENS: usize = 1_800;
 /// densest real pages run 2.7 characters a token), so only longer pages are counted.
 const SAFE_CHARS: usize = 4_800;
 
+/// Whether a page is within `PAGE_TOKENS` (and needs no splitting).
+fn fits(page: &Value) -> bool {
+    /// Counts what is written to it (a page's compact length, with no text made).
+    struct Len(usize);
+    impl std::io::Write for Len {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut len = Len(0);
+    if serde_json::to_writer(&mut len, page).is_ok() && len.0 <= SAFE_CHARS {
+        return true;
+    }
+    let text = compact(page);
+    text.len() <= SAFE_CHARS || crate::compiler::report::Tokens::get().o200k(&text) <= PAGE_TOKENS
+}
+
 fn compact(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
@@ -249,7 +278,7 @@ fn o200k(v: &Value) -> usize {
 /// the first slice of each list and says where the rest is (`page`, `pages`, `next_page`); the
 /// others carry the path, their slices and `next_page`. A page within the budget is kept whole.
 fn paged(page: Value, path: &str, lists: &[&str], reg: &Registry) -> Vec<Value> {
-    if compact(&page).len() <= SAFE_CHARS || o200k(&page) <= PAGE_TOKENS {
+    if fits(&page) {
         return vec![page];
     }
     let items: Vec<(&str, &Value)> = lists
@@ -332,7 +361,7 @@ fn paged(page: Value, path: &str, lists: &[&str], reg: &Registry) -> Vec<Value> 
 /// a listing) after its first part.
 fn split_description(mut page: Value) -> Value {
     const PART_CHARS: usize = 1_500;
-    if compact(&page).len() <= SAFE_CHARS || o200k(&page) <= PAGE_TOKENS {
+    if fits(&page) {
         return page;
     }
     let Some(text) = page.get("description").and_then(Value::as_str) else {
