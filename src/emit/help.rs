@@ -224,10 +224,11 @@ fn pages_as<T>(
         }
     }
     // Ops last: an op page replaces a directory page of the same path.
+    let searches = SearchOps::of(reg);
     for r in reg.ops.values().filter(|r| !r.hidden && keep(&r.op)) {
         insert_paged(
             &r.op,
-            &|full| op_page(reg, r, full),
+            &|full| op_page(reg, &searches, r, full),
             &["description_more", "args", "examples"],
         );
     }
@@ -597,7 +598,29 @@ fn arg_entry(a: &Arg, full: bool) -> Value {
 }
 
 /// Behavioral notes derived from the IR: what to call first, confirmations, dry-run defaults.
-fn notes(reg: &Registry, r: &OpRecord) -> Vec<String> {
+/// The first search op (in op order) of each group and entity, which a create op's notes name:
+/// looked up per create op, it was a scan of every op (quadratic in a fleet catalog).
+struct SearchOps<'r>(std::collections::HashMap<(&'r str, Option<&'r str>), &'r str>);
+
+impl<'r> SearchOps<'r> {
+    fn of(reg: &'r Registry) -> SearchOps<'r> {
+        let mut first = std::collections::HashMap::new();
+        for o in reg.ops.values().filter(|o| o.action == "search") {
+            first
+                .entry((o.group.as_str(), o.entity.as_deref()))
+                .or_insert(o.op.as_str());
+        }
+        SearchOps(first)
+    }
+
+    fn get(&self, r: &OpRecord) -> Option<&'r str> {
+        self.0
+            .get(&(r.group.as_str(), r.entity.as_deref()))
+            .copied()
+    }
+}
+
+fn notes(searches: &SearchOps, r: &OpRecord) -> Vec<String> {
     let mut notes = Vec::new();
     // Alternatives the schema demands ("`id` or `name`") that the argument table cannot show.
     notes.extend(crate::schema::top_level_constraint(&r.parameters_schema));
@@ -615,15 +638,8 @@ fn notes(reg: &Registry, r: &OpRecord) -> Vec<String> {
         ));
     }
     if r.kind == Kind::Write && r.action == "create" {
-        if let Some(search) = reg
-            .ops
-            .values()
-            .find(|o| o.group == r.group && o.entity == r.entity && o.action == "search")
-        {
-            notes.push(format!(
-                "Search with {} first to avoid duplicates.",
-                search.op
-            ));
+        if let Some(search) = searches.get(r) {
+            notes.push(format!("Search with {search} first to avoid duplicates."));
         }
     }
     if r.destructive {
@@ -637,7 +653,7 @@ fn notes(reg: &Registry, r: &OpRecord) -> Vec<String> {
     notes
 }
 
-fn op_page(reg: &Registry, r: &OpRecord, full: bool) -> Value {
+fn op_page(reg: &Registry, searches: &SearchOps, r: &OpRecord, full: bool) -> Value {
     let calls = |n: usize| -> Vec<Value> {
         r.examples
             .iter()
@@ -653,7 +669,7 @@ fn op_page(reg: &Registry, r: &OpRecord, full: bool) -> Value {
         "args": r.args.iter().map(|a| arg_entry(a, full)).collect::<Vec<_>>(),
         "required_args": r.required_args,
         "id_args": r.id_args,
-        "notes": notes(reg, r),
+        "notes": notes(searches, r),
         "examples": calls(if full { usize::MAX } else { 1 }),
         "registry_version": reg.registry_version,
     });
