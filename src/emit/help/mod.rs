@@ -16,6 +16,10 @@ use crate::registry::{Arg, GroupNode, Kind, OpRecord, Registry};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
+mod paging;
+pub use paging::PAGE_MARK;
+use paging::{empty_page, fits, paged, split_description};
+
 pub const FILE: &str = "help.json";
 
 /// Longest argument description in short pages.
@@ -235,161 +239,6 @@ fn pages_as<T>(
     pages
 }
 
-/// What separates a directory path from its page number (`root@2`): no op or path has it.
-pub const PAGE_MARK: char = '@';
-
-/// A help page's budget in o200k tokens (compact JSON): a page over it is split.
-const PAGE_TOKENS: usize = 1_800;
-
-/// A page this short (compact JSON characters) is within `PAGE_TOKENS` whatever its text (the
-/// densest real pages run 2.7 characters a token), so only longer pages are counted.
-const SAFE_CHARS: usize = 4_800;
-
-/// Whether a page is within `PAGE_TOKENS` (and needs no splitting).
-fn fits(page: &Value) -> bool {
-    /// Counts what is written to it (a page's compact length, with no text made).
-    struct Len(usize);
-    impl std::io::Write for Len {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut len = Len(0);
-    if serde_json::to_writer(&mut len, page).is_ok() && len.0 <= SAFE_CHARS {
-        return true;
-    }
-    let text = compact(page);
-    text.len() <= SAFE_CHARS || crate::compiler::report::Tokens::get().o200k(&text) <= PAGE_TOKENS
-}
-
-fn compact(v: &Value) -> String {
-    serde_json::to_string(v).unwrap_or_default()
-}
-
-fn o200k(v: &Value) -> usize {
-    crate::compiler::report::Tokens::get().o200k(&compact(v))
-}
-
-/// Splits a page over `PAGE_TOKENS` along its listings (`lists`, in order: the root's groups, a
-/// group's entities and ops, an op's arguments): the first page keeps every other field with
-/// the first slice of each list and says where the rest is (`page`, `pages`, `next_page`); the
-/// others carry the path, their slices and `next_page`. A page within the budget is kept whole.
-fn paged(page: Value, path: &str, lists: &[&str], reg: &Registry) -> Vec<Value> {
-    if fits(&page) {
-        return vec![page];
-    }
-    let items: Vec<(&str, &Value)> = lists
-        .iter()
-        .filter_map(|k| page.get(*k).and_then(Value::as_array).map(|a| (*k, a)))
-        .flat_map(|(k, a)| a.iter().map(move |v| (k, v)))
-        .collect();
-    let mut header = page.clone();
-    for list in lists {
-        if let Some(a) = header.get_mut(*list).and_then(Value::as_array_mut) {
-            a.clear();
-        }
-    }
-    // What the page says beside its listings, and a later page's own fields, with room for
-    // the paging fields.
-    let first_room = PAGE_TOKENS.saturating_sub(o200k(&header) + 60).max(300);
-    let later_room = PAGE_TOKENS - 120;
-    let mut chunks: Vec<Vec<(&str, &Value)>> = vec![Vec::new()];
-    let mut used = 0;
-    for (k, v) in items {
-        let n = o200k(v) + 1;
-        let room = if chunks.len() == 1 {
-            first_room
-        } else {
-            later_room
-        };
-        if used + n > room && !chunks.last().is_some_and(Vec::is_empty) {
-            chunks.push(Vec::new());
-            used = 0;
-        }
-        used += n;
-        chunks.last_mut().expect("one chunk").push((k, v));
-    }
-    let total = chunks.len();
-    let next_hint = |k: usize| {
-        format!(
-            "More on the next page: call {} with {{\"path\": \"{path}{PAGE_MARK}{k}\"}}.",
-            reg.gateway.help
-        )
-    };
-    chunks
-        .iter()
-        .enumerate()
-        .map(|(i, chunk)| {
-            let k = i + 1;
-            let mut p = if k == 1 {
-                header.clone()
-            } else {
-                json!({"path": format!("{path}{PAGE_MARK}{k}"), "page_of": path})
-            };
-            for list in lists {
-                if page.get(*list).is_some() {
-                    let slice: Vec<Value> = chunk
-                        .iter()
-                        .filter(|(l, _)| l == list)
-                        .map(|(_, v)| (*v).clone())
-                        .collect();
-                    if k == 1 || !slice.is_empty() {
-                        p[*list] = Value::Array(slice);
-                    }
-                }
-            }
-            p["page"] = json!(k);
-            p["pages"] = json!(total);
-            if k < total {
-                p["next_page"] = json!(format!("{path}{PAGE_MARK}{}", k + 1));
-                let next = match p.get("next").and_then(Value::as_str) {
-                    Some(n) if k == 1 => format!("{} {n}", next_hint(k + 1)),
-                    _ => next_hint(k + 1),
-                };
-                p["next"] = json!(next);
-            }
-            p["registry_version"] = json!(reg.registry_version);
-            p
-        })
-        .collect()
-}
-
-/// An op page over the budget: a long description goes on in `description_more` (paged like
-/// a listing) after its first part.
-fn split_description(mut page: Value) -> Value {
-    const PART_CHARS: usize = 1_500;
-    if fits(&page) {
-        return page;
-    }
-    let Some(text) = page.get("description").and_then(Value::as_str) else {
-        return page;
-    };
-    if text.chars().count() <= PART_CHARS {
-        return page;
-    }
-    let mut parts: Vec<String> = vec![String::new()];
-    for word in text.split_inclusive(char::is_whitespace) {
-        let last = parts.last_mut().expect("one part");
-        if last.chars().count() + word.chars().count() > PART_CHARS && !last.is_empty() {
-            parts.push(String::new());
-        }
-        parts.last_mut().expect("one part").push_str(word);
-    }
-    let first = parts.remove(0);
-    page["description"] = json!(first);
-    page["description_more"] = json!(parts);
-    page
-}
-
-/// A page number one format does not reach (its listings were shorter): empty, pointing back.
-fn empty_page(path: &str, k: usize, total: usize, version: &str) -> Value {
-    json!({"path": format!("{path}{PAGE_MARK}{k}"), "page_of": path, "page": k, "pages": total, "registry_version": version})
-}
-
 /// The paths `build` makes pages for, without making them.
 pub fn page_paths(reg: &Registry) -> std::collections::BTreeSet<String> {
     let mut paths: std::collections::BTreeSet<String> = [ROOT.to_string()].into();
@@ -597,7 +446,6 @@ fn arg_entry(a: &Arg, full: bool) -> Value {
     Value::Object(v)
 }
 
-/// Behavioral notes derived from the IR: what to call first, confirmations, dry-run defaults.
 /// The first search op (in op order) of each group and entity, which a create op's notes name:
 /// looked up per create op, it was a scan of every op (quadratic in a fleet catalog).
 struct SearchOps<'r>(std::collections::HashMap<(&'r str, Option<&'r str>), &'r str>);
@@ -620,6 +468,7 @@ impl<'r> SearchOps<'r> {
     }
 }
 
+/// Behavioral notes derived from the IR: what to call first, confirmations, dry-run defaults.
 fn notes(searches: &SearchOps, r: &OpRecord) -> Vec<String> {
     let mut notes = Vec::new();
     // Alternatives the schema demands ("`id` or `name`") that the argument table cannot show.
@@ -692,6 +541,7 @@ fn op_page(reg: &Registry, searches: &SearchOps, r: &OpRecord, full: bool) -> Va
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paging::compact;
 
     fn compile(dir: &str) -> Registry {
         let defs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
