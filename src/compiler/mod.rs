@@ -75,6 +75,16 @@ pub enum OverlaySource {
     Text(String),
 }
 
+/// A folder of this repo (`definitions`, `tests/catalogs/github`, ...), compiled: what the
+/// emitters' unit tests check their output on.
+#[cfg(test)]
+pub(crate) fn compile_repo_catalog(dir: &str) -> crate::model::registry::Registry {
+    let defs = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    compile(&defs)
+        .registry
+        .unwrap_or_else(|| panic!("{dir} compiles"))
+}
+
 /// Compiles a definitions folder (with its `toolreg.toml`) to a stamped registry.
 pub fn compile(definitions: &Path) -> Compiled {
     compile_with(definitions, OverlaySource::File)

@@ -375,8 +375,7 @@ mod tests {
             "tests/fixture/definitions",
             "tests/catalogs/github",
         ] {
-            let defs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-            let reg = crate::compiler::compile(&defs).registry.expect("compiles");
+            let reg = crate::compiler::compile_repo_catalog(dir);
             let mut lists = vec![direct(&reg), gateway(&reg)];
             lists.extend(reg.profiles.keys().map(|p| profile(&reg, p)));
             assert!(lists[0].len() > 3, "{dir}");

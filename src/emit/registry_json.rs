@@ -28,8 +28,7 @@ mod tests {
     /// The streamed form holds exactly the registry's data (order aside) and reads back.
     #[test]
     fn streamed_json_equals_the_registry() {
-        let defs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("definitions");
-        let reg = crate::compiler::compile(&defs).registry.unwrap();
+        let reg = crate::compiler::compile_repo_catalog("definitions");
         let text = &emit(&reg)[FILE];
         let parsed: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(parsed, serde_json::to_value(&reg).unwrap());

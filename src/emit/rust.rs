@@ -626,12 +626,7 @@ pub fn emit(reg: &Registry, memo: Option<&Memo>, diags: &mut Diagnostics) -> Fil
 mod tests {
     use super::*;
 
-    fn compile(dir: &str) -> Registry {
-        let defs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-        crate::compiler::compile(&defs)
-            .registry
-            .unwrap_or_else(|| panic!("{dir} compiles"))
-    }
+    use crate::compiler::compile_repo_catalog as compile;
 
     /// The impl memo changes nothing: every catalog in the repo (hand-written, fixture with
     /// every schema feature, and real MCP servers' tool lists) gives the same file with and

@@ -6,6 +6,23 @@
 
 use serde_json::{Map, Value};
 
+/// Bytes of `v` as compact JSON, counted without building the text.
+pub fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
+}
+
 /// Feeds `value`'s compact JSON to `hasher` through a 16 KB buffer. serde_json writes a token at
 /// a time, and a blake3 update per token cost more than the hashing itself. Every tool's pin
 /// makes a few of these calls: a 64 KB buffer cost fresh pages each time, and an array on the

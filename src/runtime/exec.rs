@@ -362,7 +362,7 @@ impl Gateway {
         match handler(args).await {
             Ok(result) => {
                 if let (Some(k), Some(sk)) = (&key, &stored) {
-                    let size = idempotency::json_len(&result);
+                    let size = crate::model::canonical::json_len(&result);
                     if size > idempotency::MAX_STORED_RESULT {
                         self.forget(sk).await;
                         warnings.push(format!("the result is {size} bytes, over the {} an idempotency key keeps, so it was not stored: a repeat with idempotency_key `{k}` runs the op again", idempotency::MAX_STORED_RESULT));

@@ -26,22 +26,7 @@ pub const MAX_STORED_RESULT: usize = 1 << 20;
 /// keys go first.
 pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 
-/// Bytes of `v` as compact JSON, counted without building the text.
-pub fn json_len(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut n = Count(0);
-    let _ = serde_json::to_writer(&mut n, v);
-    n.0
-}
+use crate::model::canonical::json_len;
 
 /// The key a store holds for `key` sent by `caller`: the caller's partition (a digest of its
 /// name, so the store never holds principal names) and the key. An empty caller is the shared

@@ -472,24 +472,13 @@ fn check_unlocked(
             continue;
         }
         match fs::read(&path) {
-            // Most files of a rebuild are either the same bytes or differ and have no CR to
-            // forgive: neither needs the text decoded.
             Ok(bytes) if bytes == want.as_bytes() => {}
-            Ok(bytes) if !details && !bytes.contains(&b'\r') => {
-                report.changed.push((
-                    rel.clone(),
-                    FirstDiff {
-                        line: 0,
-                        expected: None,
-                        actual: None,
-                        stamp_only: false,
-                    },
-                ));
-            }
-            Ok(bytes) => {
-                let have = String::from_utf8_lossy(&bytes);
-                let have = normalize_eol(&have);
-                if have != want.as_str() && !details {
+            Ok(bytes) if !details => {
+                // Only line endings are forgiven (a checkout's CRLF), so a file with no CR
+                // differs as it is and is never decoded (most files of a rebuild).
+                let same_but_eol = bytes.contains(&b'\r')
+                    && normalize_eol(&String::from_utf8_lossy(&bytes)) == want.as_str();
+                if !same_but_eol {
                     report.changed.push((
                         rel.clone(),
                         FirstDiff {
@@ -499,7 +488,12 @@ fn check_unlocked(
                             stamp_only: false,
                         },
                     ));
-                } else if have != want.as_str() {
+                }
+            }
+            Ok(bytes) => {
+                let have = String::from_utf8_lossy(&bytes);
+                let have = normalize_eol(&have);
+                if have != want.as_str() {
                     // The first difference that is not a version stamp (stamps blanked, `b3:*`),
                     // or, in a file that differs in nothing else, the first stamp.
                     let (want_text, have_text) = (without_stamps(want), without_stamps(&have));
@@ -1036,6 +1030,38 @@ mod tests {
         assert!(check(dir.path(), &files, Ownership::Folder)
             .unwrap()
             .is_clean());
+    }
+
+    /// A write forgives line endings as check does, and only them: a CRLF copy of the same
+    /// text is left alone, a CRLF file with other changes is rewritten, and so is a file that
+    /// differs with no CR at all (compared as bytes, never decoded).
+    #[test]
+    fn write_rewrites_what_differs_beyond_line_endings() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = map(&[
+            ("a.txt", "x\ny\n"),
+            ("b.txt", "x\ny\n"),
+            ("c.txt", "x\ny\n"),
+            (MANIFEST, "m\n"),
+        ]);
+        write(dir.path(), &files, Ownership::Folder).unwrap();
+        fs::write(dir.path().join("a.txt"), "x\r\ny\r\n").unwrap();
+        fs::write(dir.path().join("b.txt"), "x\r\nz\r\n").unwrap();
+        fs::write(dir.path().join("c.txt"), "x\nz\n").unwrap();
+        let report = write(dir.path(), &files, Ownership::Folder).unwrap();
+        assert_eq!(
+            report.written,
+            vec!["b.txt".to_string(), "c.txt".to_string()]
+        );
+        assert_eq!(report.unchanged, 2);
+        assert_eq!(
+            fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "x\r\ny\r\n"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join("c.txt")).unwrap(),
+            "x\ny\n"
+        );
     }
 
     #[test]

@@ -543,12 +543,7 @@ mod tests {
     use super::*;
     use paging::compact;
 
-    fn compile(dir: &str) -> Registry {
-        let defs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-        crate::compiler::compile(&defs)
-            .registry
-            .unwrap_or_else(|| panic!("{dir} compiles"))
-    }
+    use crate::compiler::compile_repo_catalog as compile;
 
     /// `help.json` written from the pages as text is the file written from the pages as
     /// values, byte for byte, and each text's compact form is the value's: on every catalog in

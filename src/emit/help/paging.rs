@@ -16,23 +16,12 @@ const SAFE_CHARS: usize = 4_800;
 
 /// Whether a page is within `PAGE_TOKENS` (and needs no splitting).
 pub(super) fn fits(page: &Value) -> bool {
-    /// Counts what is written to it (a page's compact length, with no text made).
-    struct Len(usize);
-    impl std::io::Write for Len {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut len = Len(0);
-    if serde_json::to_writer(&mut len, page).is_ok() && len.0 <= SAFE_CHARS {
+    // Most pages are short: their compact length is counted without making the text.
+    if crate::model::canonical::json_len(page) <= SAFE_CHARS {
         return true;
     }
     let text = compact(page);
-    text.len() <= SAFE_CHARS || crate::compiler::report::Tokens::get().o200k(&text) <= PAGE_TOKENS
+    crate::compiler::report::Tokens::get().o200k(&text) <= PAGE_TOKENS
 }
 
 pub(super) fn compact(v: &Value) -> String {
