@@ -1,5 +1,5 @@
-//! A content-addressed memo of pure, costly steps (one op's Rust types, one text's token count),
-//! so a rebuild pays only for what changed.
+//! A content-addressed memo of pure, costly steps (one op's Rust types, help and docs pages, one
+//! text's token count), so a rebuild pays only for what changed.
 //!
 //! An entry is keyed by a blake3 of the step's name and its whole input, keyed in turn by a salt
 //! naming the toolreg binary that computed it (its version, path, size and modification time): a
@@ -133,27 +133,68 @@ impl Memo {
         compute: impl FnOnce() -> String,
     ) -> Arc<str> {
         let key = self.key(step, input);
-        if let Some(v) = self.used.lock().expect("memo lock").get(&key) {
-            self.repeats.fetch_add(1, Ordering::Relaxed);
-            return v.clone();
+        if let Some(v) = self.served(&key) {
+            return v;
         }
-        let stored = self.stored.lock().expect("memo lock").remove(&key);
-        let value = match stored {
-            Some(v) => {
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                v
-            }
-            None => {
-                self.misses.fetch_add(1, Ordering::Relaxed);
-                compute().into()
-            }
-        };
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let value: Arc<str> = compute().into();
         self.used
             .lock()
             .expect("memo lock")
             .entry(key)
             .or_insert(value)
             .clone()
+    }
+
+    /// `get_or_compute` for a text stamped with the registry version (every generated page
+    /// carries it), so that one changed op does not make every other op's page new: the entry
+    /// keeps the text with the version it was computed under, and a later build puts its own
+    /// version in its place. The swap is exact: an op's page holds that version nowhere else,
+    /// since the op would have to hold the hash of a registry made from itself (a blake3 fixed
+    /// point). `input` must be everything that shapes the text but the version.
+    pub fn get_or_compute_stamped(
+        &self,
+        step: &str,
+        input: &[u8],
+        version: &str,
+        compute: impl FnOnce() -> String,
+    ) -> String {
+        let key = self.key(step, input);
+        if let Some(entry) = self.served(&key) {
+            let restamped = match entry.split_once('\n') {
+                Some((was, text)) if was == version => Some(text.to_string()),
+                Some((was, text)) if !was.is_empty() => Some(text.replace(was, version)),
+                // Not an entry this step writes: computed afresh below.
+                _ => None,
+            };
+            if let Some(text) = restamped {
+                return text;
+            }
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let text = compute();
+        let mut entry = String::with_capacity(version.len() + 1 + text.len());
+        entry.push_str(version);
+        entry.push('\n');
+        entry.push_str(&text);
+        self.used
+            .lock()
+            .expect("memo lock")
+            .insert(key, entry.into());
+        text
+    }
+
+    /// The entry for `key` when this build already used it or an earlier one left it (then
+    /// marked used), counted as a repeat or a hit.
+    fn served(&self, key: &Key) -> Option<Arc<str>> {
+        if let Some(v) = self.used.lock().expect("memo lock").get(key) {
+            self.repeats.fetch_add(1, Ordering::Relaxed);
+            return Some(v.clone());
+        }
+        let v = self.stored.lock().expect("memo lock").remove(key)?;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        self.used.lock().expect("memo lock").insert(*key, v.clone());
+        Some(v)
     }
 
     /// Whether `step` on `input` would be served without computing (used by this build, or
@@ -175,21 +216,27 @@ impl Memo {
 
     /// The entries this build used, sorted by key, each with its check.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_to(&mut out)
+            .expect("writing to memory cannot fail");
+        out
+    }
+
+    /// `to_bytes`, written as it is made (the memo runs to tens of MB: no copy of it is held).
+    pub fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         let used = self.used.lock().expect("memo lock");
         let mut keys: Vec<&Key> = used.keys().collect();
         keys.sort();
-        let size: usize = used.values().map(|v| v.len() + 72).sum();
-        let mut out = Vec::with_capacity(MAGIC.len() + 32 + size);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&self.salt);
+        out.write_all(MAGIC)?;
+        out.write_all(&self.salt)?;
         for key in keys {
             let value = used[key].as_bytes();
-            out.extend_from_slice(key);
-            out.extend_from_slice(&check_of(key, value));
-            out.extend_from_slice(&(value.len() as u64).to_le_bytes());
-            out.extend_from_slice(value);
+            out.write_all(key)?;
+            out.write_all(&check_of(key, value))?;
+            out.write_all(&(value.len() as u64).to_le_bytes())?;
+            out.write_all(value)?;
         }
-        out
+        Ok(())
     }
 }
 
@@ -272,6 +319,27 @@ mod tests {
         other.get_or_compute("count", b"hi", || "2".into());
         other.get_or_compute("count", b"hello", || "5".into());
         assert_eq!(other.to_bytes(), m.to_bytes());
+    }
+
+    #[test]
+    fn a_stamped_text_takes_the_new_version() {
+        let m = Memo::new("salt");
+        let page = |v: &str| format!("page of op a, registry {v}; again {v}");
+        let first = m.get_or_compute_stamped("page", b"op a", "b3:1111", || page("b3:1111"));
+        assert_eq!(first, page("b3:1111"));
+        let read = Memo::read("salt", &m.to_bytes());
+        let later = read.get_or_compute_stamped("page", b"op a", "b3:2222", || unreachable!());
+        assert_eq!(later, page("b3:2222"));
+        assert_eq!(read.stats().hits, 1);
+        // The entry keeps the version it was computed under; a third build swaps again.
+        let third = Memo::read("salt", &read.to_bytes());
+        let again = third.get_or_compute_stamped("page", b"op a", "b3:3333", || unreachable!());
+        assert_eq!(again, page("b3:3333"));
+        // An entry another step wrote (no version line) is not trusted as a stamped text.
+        let plain = Memo::new("salt");
+        plain.get_or_compute("page", b"op b", || "no version line".into());
+        let fresh = plain.get_or_compute_stamped("page", b"op b", "b3:4444", || page("b3:4444"));
+        assert_eq!(fresh, page("b3:4444"));
     }
 
     #[test]

@@ -224,8 +224,19 @@ fn visible<'a>(reg: &'a Registry, ops: &'a [String]) -> impl Iterator<Item = &'a
         .filter(|r| !r.hidden)
 }
 
-/// Renders every page; template problems are TR071 errors (the files are then left out).
-pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnostics) -> FileMap {
+/// The memo step of one op's page (built-in template only).
+const OP_PAGE_STEP: &str = "docs op page 1";
+
+/// Renders every page; template problems are TR071 errors (the files are then left out). With
+/// `memo`, an op whose record is unchanged takes its page from an earlier build, when the op
+/// template is the built-in one (a template of your own could show the version in any form, so
+/// its pages are always rendered).
+pub(crate) fn render(
+    reg: &Registry,
+    templates_dir: Option<&Path>,
+    memo: Option<&super::PageMemo>,
+    diags: &mut Diagnostics,
+) -> FileMap {
     let mut hb = Handlebars::new();
     hb.set_strict_mode(true);
     hb.register_escape_fn(handlebars::no_escape);
@@ -307,7 +318,7 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
             "ops": all_ops, "direct": visible(reg, &node.ops).map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
     }
     let mut files = FileMap::new();
-    let mut render = |path: String, template: &str, mut ctx: Value| -> bool {
+    let page = |path: &str, template: &str, mut ctx: Value| -> Result<String, Box<Diagnostic>> {
         if path.ends_with(".md") {
             defuse_context(&mut ctx);
         }
@@ -317,15 +328,23 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
             Ok(text) => {
                 let mut text = text.trim_end().to_string();
                 text.push('\n');
+                Ok(text)
+            }
+            Err(e) => Err(Box::new(
+                Diagnostic::new(Code::Template, format!("template `{template}` failed on `docs/{path}`: {}", e.reason()))
+                    .at(Location::file(template.to_string()))
+                    .help("strict mode: the template names a field this page does not have; see the built-in templates for the fields"),
+            )),
+        }
+    };
+    let mut keep = |path: &str, made: Result<String, Box<Diagnostic>>| -> bool {
+        match made {
+            Ok(text) => {
                 files.insert(format!("docs/{path}"), text);
                 true
             }
-            Err(e) => {
-                diags.push(
-                    Diagnostic::new(Code::Template, format!("template `{template}` failed on `docs/{path}`: {}", e.reason()))
-                        .at(Location::file(template.to_string()))
-                        .help("strict mode: the template names a field this page does not have; see the built-in templates for the fields"),
-                );
+            Err(d) => {
+                diags.push(*d);
                 false
             }
         }
@@ -333,13 +352,29 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
     // Group and entity pages, then each op's page, made and rendered one at a time (10,000
     // contexts held at once were a copy of every op), then the book's own pages.
     for (path, template, ctx) in pages {
-        if !render(path, template, ctx) {
+        if !keep(&path, page(&path, template, ctx)) {
             return FileMap::new();
         }
     }
+    let op_memo = memo.filter(|_| !templates_dir.is_some_and(|d| d.join("op.md.hbs").exists()));
     for r in reg.ops.values().filter(|r| !r.hidden) {
-        let ctx = op_context(reg, r, &header);
-        if !render(format!("src/{}", op_path(r)), "op.md.hbs", ctx) {
+        let path = format!("src/{}", op_path(r));
+        let make = || page(&path, "op.md.hbs", op_context(reg, r, &header));
+        let made = match op_memo {
+            // The page shows the op's record, the registry's name and (stamped) its version.
+            Some(memo) => {
+                let mut failed = None;
+                let text = memo.page(OP_PAGE_STEP, r, &[&reg.name], &reg.registry_version, || {
+                    make().unwrap_or_else(|d| {
+                        failed = Some(d);
+                        String::new()
+                    })
+                });
+                failed.map_or(Ok(text), Err)
+            }
+            None => make(),
+        };
+        if !keep(&path, made) {
             return FileMap::new();
         }
     }
@@ -366,7 +401,7 @@ pub fn render(reg: &Registry, templates_dir: Option<&Path>, diags: &mut Diagnost
     ));
     pages.push(("book.toml".into(), "book.toml.hbs", book));
     for (path, template, ctx) in pages {
-        if !render(path, template, ctx) {
+        if !keep(&path, page(&path, template, ctx)) {
             return FileMap::new();
         }
     }

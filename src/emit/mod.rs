@@ -94,8 +94,8 @@ pub enum Emitter {
 pub struct Settings {
     /// A folder of handlebars templates replacing the built-in ones, file by file.
     pub templates: Option<std::path::PathBuf>,
-    /// Results of costly per-op steps (Rust types, token counts) from earlier builds; what this
-    /// build computes is added to it. Output is the same with or without it.
+    /// Results of costly per-op steps (Rust types, pages, token counts) from earlier builds;
+    /// what this build computes is added to it. Output is the same with or without it.
     pub memo: Option<std::sync::Arc<crate::compiler::memo::Memo>>,
     /// The `vectors.json` of the previous build, if any: ops whose text is unchanged keep
     /// their vectors instead of being embedded again.
@@ -186,7 +186,12 @@ impl Emitter {
             Emitter::Report => report::emit(reg, shared.help(reg), settings.memo.as_deref()),
             Emitter::Rust => rust::emit(reg, settings.memo.as_deref(), diags),
             Emitter::Ts => typescript::emit(reg),
-            Emitter::Docs => docs::render(reg, settings.templates.as_deref(), diags),
+            Emitter::Docs => docs::render(
+                reg,
+                settings.templates.as_deref(),
+                shared.page_memo(reg).as_ref(),
+                diags,
+            ),
             #[cfg(feature = "runtime")]
             Emitter::Search => search_index::emit(reg),
             Emitter::Zod => zod::emit(reg),
@@ -208,11 +213,72 @@ impl Emitter {
 struct Shared<'a> {
     settings: &'a Settings,
     help: std::sync::OnceLock<crate::model::help::PageTexts>,
+    op_digests: std::sync::OnceLock<OpDigests>,
 }
 
 impl Shared<'_> {
     fn help(&self, reg: &Registry) -> &crate::model::help::PageTexts {
-        self.help.get_or_init(|| help::build_texts(reg))
+        self.help
+            .get_or_init(|| help::build_texts(reg, self.page_memo(reg).as_ref()))
+    }
+
+    /// The memo of per-op pages, when the build keeps one.
+    fn page_memo(&self, reg: &Registry) -> Option<PageMemo<'_>> {
+        let memo = self.settings.memo.as_deref()?;
+        let digests = self.op_digests.get_or_init(|| OpDigests::of(reg));
+        Some(PageMemo { memo, digests })
+    }
+}
+
+/// Each op's record as a digest: a blake3 of the whole record as serialized (every field, so
+/// anything in it that shapes a page changes the digest).
+pub(crate) struct OpDigests(std::collections::HashMap<String, [u8; 32]>);
+
+impl OpDigests {
+    fn of(reg: &Registry) -> OpDigests {
+        let digest = |r: &crate::registry::OpRecord| {
+            let mut h = blake3::Hasher::new();
+            crate::model::canonical::hash_json(&mut h, r);
+            *h.finalize().as_bytes()
+        };
+        OpDigests(
+            reg.ops
+                .values()
+                .map(|r| (r.op.clone(), digest(r)))
+                .collect(),
+        )
+    }
+}
+
+/// Where an emitter finds an unchanged op's page from an earlier build (see
+/// [`Memo::get_or_compute_stamped`](crate::compiler::memo::Memo::get_or_compute_stamped)).
+pub(crate) struct PageMemo<'a> {
+    memo: &'a crate::compiler::memo::Memo,
+    digests: &'a OpDigests,
+}
+
+impl PageMemo<'_> {
+    /// `step`'s text for op `r`, whose page is shaped by the op's record and by `context` (the
+    /// few registry-wide things the page shows) and stamped with `version`.
+    pub(crate) fn page(
+        &self,
+        step: &str,
+        r: &crate::registry::OpRecord,
+        context: &[&str],
+        version: &str,
+        compute: impl FnOnce() -> String,
+    ) -> String {
+        let Some(digest) = self.digests.0.get(&r.op) else {
+            return compute();
+        };
+        let mut input = digest.to_vec();
+        for part in context {
+            // Each part length-prefixed, so no two contexts read the same.
+            input.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            input.extend_from_slice(part.as_bytes());
+        }
+        self.memo
+            .get_or_compute_stamped(step, &input, version, compute)
     }
 }
 
@@ -236,6 +302,7 @@ pub fn emit_with(
     let shared = Shared {
         settings,
         help: std::sync::OnceLock::new(),
+        op_digests: std::sync::OnceLock::new(),
     };
     let mut results = crate::compiler::parallel::map_in_order(&order, |&i| {
         let mut d = Diagnostics::default();
@@ -334,4 +401,101 @@ pub fn add_manifest(reg: &Registry, files: &mut FileMap) {
         MANIFEST.to_string(),
         to_pretty(&crate::canonical::sort_keys(&manifest)),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::memo::Memo;
+
+    /// After a change (one op edited, the help tool renamed, the registry renamed, a search op
+    /// that create ops' notes name no longer a search op), emitters given the first build's
+    /// memo write exactly what they write without one, and after the op edit take every other
+    /// op's help and docs pages from the memo: on catalogs whose op pages are paged and whose
+    /// create ops name a search op.
+    #[test]
+    fn pages_from_the_memo_are_the_pages_made_afresh() {
+        type Edit = fn(&mut Registry);
+        let edits: [(&str, Edit); 4] = [
+            ("an op edited", |reg| {
+                let r = reg.ops.values_mut().find(|r| !r.hidden).expect("an op");
+                r.description.push_str(" Edited by the test.");
+            }),
+            ("the help tool renamed", |reg| {
+                reg.gateway.help = "read_the_manual".into()
+            }),
+            ("the registry renamed", |reg| reg.name.push_str("-renamed")),
+            ("a search op no longer one", |reg| {
+                if let Some(r) = reg.ops.values_mut().find(|r| r.action == "search") {
+                    r.action = "find".into();
+                }
+            }),
+        ];
+        let mut paged_ops = 0;
+        for (dir, emitters) in [
+            ("definitions", Emitter::ALL),
+            (
+                "tests/catalogs/fleet/livemcp",
+                &[Emitter::Help, Emitter::Docs, Emitter::Report][..],
+            ),
+            (
+                "tests/catalogs/fleet/toolsdk",
+                &[Emitter::Help, Emitter::Docs][..],
+            ),
+        ] {
+            let reg = crate::compiler::compile_repo_catalog(dir);
+            let with = |reg: &Registry, memo: Memo| {
+                let settings = Settings {
+                    memo: Some(std::sync::Arc::new(memo)),
+                    ..Settings::default()
+                };
+                let files = emit_with(reg, emitters, &settings, &mut Diagnostics::default());
+                (files, settings.memo.expect("set above"))
+            };
+            let fresh = |reg: &Registry| {
+                emit_with(
+                    reg,
+                    emitters,
+                    &Settings::default(),
+                    &mut Diagnostics::default(),
+                )
+            };
+            let (first, memo) = with(&reg, Memo::new("test"));
+            assert!(
+                first == fresh(&reg),
+                "{dir}: a first build with a memo differs"
+            );
+            let saved = memo.to_bytes();
+            for (what, edit) in edits {
+                let mut next = reg.clone();
+                edit(&mut next);
+                next.registry_version = crate::compiler::stamp::registry_version(&next);
+                assert_ne!(next.registry_version, reg.registry_version, "{what}");
+                let (again, read) = with(&next, Memo::read("test", &saved));
+                let expected = fresh(&next);
+                for (path, text) in &expected {
+                    assert!(
+                        again.get(path) == Some(text),
+                        "{dir}, {what}: `{path}` differs from a fresh build"
+                    );
+                }
+                assert_eq!(again.len(), expected.len(), "{dir}, {what}");
+                if what == "an op edited" {
+                    let stats = read.stats();
+                    let ops = next.ops.values().filter(|r| !r.hidden).count();
+                    assert!(
+                        stats.hits >= 2 * (ops - 1),
+                        "{dir}: {stats:?} for {ops} ops"
+                    );
+                }
+            }
+            let pages = help::build(&reg).pages;
+            paged_ops += reg
+                .ops
+                .keys()
+                .filter(|op| pages.contains_key(&format!("{op}{}2", help::PAGE_MARK)))
+                .count();
+        }
+        assert!(paged_ops > 0, "no catalog has an op with paged help");
+    }
 }

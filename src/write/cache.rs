@@ -2,8 +2,8 @@
 //! build or publish step counts it as output; it holds a `.gitignore` of `*` and a
 //! `CACHEDIR.TAG`, so it is never committed or backed up):
 //!
-//! - `memo.bin`: the [`Memo`] of per-op steps (one op's Rust types, one text's token count), so a
-//!   rebuild after a change recomputes only what the change touched;
+//! - `memo.bin`: the [`Memo`] of per-op steps (one op's Rust types, help and docs pages, one
+//!   text's token count), so a rebuild after a change recomputes only what the change touched;
 //! - `build.json`: the last successful build's [`BuildRecord`]: the fingerprint of everything
 //!   that shapes the output (every definitions file, the options, the templates, this toolreg
 //!   binary) and what the build said. When the fingerprint is the same and every file the
@@ -133,8 +133,9 @@ impl BuildCache {
         );
         if let Some(memo) = memo {
             let s = memo.stats();
-            if s.misses > 0 || s.rejected > 0 || self.read(MEMO_FILE).is_none() {
-                let _ = self.put(MEMO_FILE, &memo.to_bytes());
+            let saved = fs::symlink_metadata(self.dir.join(MEMO_FILE)).is_ok_and(|m| m.is_file());
+            if s.misses > 0 || s.rejected > 0 || !saved {
+                let _ = self.put_with(MEMO_FILE, |w| memo.write_to(w));
             }
         }
         match record {
@@ -148,10 +149,32 @@ impl BuildCache {
         }
     }
 
+    /// Writes what `write` makes beside, then renames, so a reader sees the old file or the
+    /// new one.
+    fn put_with(
+        &self,
+        name: &str,
+        write: impl FnOnce(&mut std::io::BufWriter<fs::File>) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let tmp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let written = fs::File::create(&tmp).and_then(|f| {
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+            write(&mut w)?;
+            std::io::Write::flush(&mut w)
+        });
+        written
+            .and_then(|()| fs::rename(&tmp, self.dir.join(name)))
+            .inspect_err(|_| {
+                let _ = fs::remove_file(&tmp);
+            })
+    }
+
     /// Writes beside, then renames, so a reader sees the old file or the new one.
     fn put(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
         let path = self.dir.join(name);
-        if fs::read(&path).is_ok_and(|old| old == bytes) {
+        // Read to compare only when the sizes agree (the memo runs to tens of MB).
+        let same_size = fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
+        if same_size && fs::read(&path).is_ok_and(|old| old == bytes) {
             return Ok(());
         }
         let tmp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));

@@ -10,6 +10,7 @@
 //! adds the whole description, every example and the id-discovery sequence.
 
 use super::FileMap;
+use super::PageMemo;
 use crate::help::{HelpDoc, HelpPages, ROOT};
 use crate::model::help::{PageText, PageTexts};
 use crate::registry::{Arg, GroupNode, Kind, OpRecord, Registry};
@@ -119,7 +120,7 @@ pub fn build(reg: &Registry) -> HelpDoc {
 
 /// The pages whose path `keep` accepts (`toolreg diff` builds only what a change can touch).
 pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
-    let pages = pages_as(reg, keep, &std::sync::Arc::new)
+    let pages = pages_as(reg, keep, &std::sync::Arc::new, &|_, _, pages| pages())
         .into_iter()
         .map(|(path, (short, full))| (path, HelpPages { short, full }))
         .collect();
@@ -131,14 +132,27 @@ pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
 }
 
 /// All pages as text (what a build holds while its emitters run: a fraction of the memory of
-/// the pages as values).
-pub fn build_texts(reg: &Registry) -> PageTexts {
+/// the pages as values). With `memo`, an op whose record is unchanged takes its pages from an
+/// earlier build.
+pub(crate) fn build_texts(reg: &Registry, memo: Option<&PageMemo>) -> PageTexts {
     let pretty = |v: Value| {
         serde_json::to_string_pretty(&v)
             .unwrap_or_default()
             .into_boxed_str()
     };
-    let pages = pages_as(reg, &|_| true, &pretty)
+    let op_pages = |r: &OpRecord, search: Option<&str>, pages: &dyn Fn() -> PageList<Box<str>>| {
+        let Some(memo) = memo else {
+            return pages();
+        };
+        // What else an op's pages show: the search op its note names, and the help tool a
+        // paged op's later pages are read with.
+        let context = [search.unwrap_or_default(), &reg.gateway.help];
+        let text = memo.page(OP_PAGES_STEP, r, &context, &reg.registry_version, || {
+            join_pages(&pages())
+        });
+        split_pages(&text).unwrap_or_else(pages)
+    };
+    let pages = pages_as(reg, &|_| true, &pretty, &op_pages)
         .into_iter()
         .map(|(path, (short, full))| (path, PageText { short, full }))
         .collect();
@@ -149,16 +163,58 @@ pub fn build_texts(reg: &Registry) -> PageTexts {
     }
 }
 
-/// Each kept path's short and full page, made into `T` as soon as it is built.
+/// One path's pages: its short and full page, then those of `PATH@2`, `PATH@3`, ...
+type PageList<T> = Vec<(T, T)>;
+
+/// Given an op, the search op its notes name and how to make its pages, its pages (made, or
+/// taken from elsewhere).
+type OpPages<'a, T> = dyn Fn(&OpRecord, Option<&str>, &dyn Fn() -> PageList<T>) -> PageList<T> + 'a;
+
+/// The memo step of one op's help pages (as text, joined by `join_pages`).
+const OP_PAGES_STEP: &str = "help op pages 1";
+
+/// An op's page texts as one memo entry: JSON text never holds a raw NUL (serde escapes every
+/// control character), so NUL separates them.
+fn join_pages(pages: &PageList<Box<str>>) -> String {
+    let mut out = String::new();
+    for (short, full) in pages {
+        for text in [short, full] {
+            if !out.is_empty() {
+                out.push('\0');
+            }
+            out.push_str(text);
+        }
+    }
+    out
+}
+
+/// `join_pages` undone; `None` for text it cannot have written.
+fn split_pages(text: &str) -> Option<PageList<Box<str>>> {
+    let texts: Vec<&str> = text.split('\0').collect();
+    if !texts.len().is_multiple_of(2) || texts.iter().any(|t| t.is_empty()) {
+        return None;
+    }
+    Some(
+        texts
+            .chunks(2)
+            .map(|pair| (pair[0].into(), pair[1].into()))
+            .collect(),
+    )
+}
+
+/// Each kept path's short and full page, made into `T` as soon as it is built. `op_pages`
+/// gets each op with the search op its notes name and the op's pages to make; it may answer
+/// them from elsewhere (the build's memo).
 fn pages_as<T>(
     reg: &Registry,
     keep: &dyn Fn(&str) -> bool,
     make: &dyn Fn(Value) -> T,
+    op_pages: &OpPages<T>,
 ) -> BTreeMap<String, (T, T)> {
     let mut pages = BTreeMap::new();
     // A directory page is paged when its listings are long (`paged`): its first page keeps the
     // path, the others are `PATH@2`, `PATH@3`, ...
-    let mut insert_paged = |path: &str, f: &dyn Fn(bool) -> Value, lists: &[&str]| {
+    let page_list = |path: &str, f: &dyn Fn(bool) -> Value, lists: &[&str]| -> PageList<T> {
         // Most pages fit: measured once here, not again by each splitting step.
         let split = |page: Value| {
             if fits(&page) {
@@ -170,30 +226,41 @@ fn pages_as<T>(
         let short = split(f(false));
         let full = split(f(true));
         let n = short.len().max(full.len());
+        let mut short = short.into_iter();
+        let mut full = full.into_iter();
+        (1..=n)
+            .map(|k| {
+                // A format whose listings end sooner answers the later numbers with an empty
+                // page.
+                let version = &reg.registry_version;
+                let s = short
+                    .next()
+                    .unwrap_or_else(|| empty_page(path, k, n, version));
+                let f = full
+                    .next()
+                    .unwrap_or_else(|| empty_page(path, k, n, version));
+                (make(s), make(f))
+            })
+            .collect()
+    };
+    let mut insert = |path: &str, list: PageList<T>| {
         // An op page replaces a directory page of the same path: its later pages too.
         for k in 2.. {
             if pages.remove(&format!("{path}{PAGE_MARK}{k}")).is_none() {
                 break;
             }
         }
-        let mut short = short.into_iter();
-        let mut full = full.into_iter();
-        for k in 1..=n {
-            let key = if k == 1 {
+        for (k, pair) in list.into_iter().enumerate() {
+            let key = if k == 0 {
                 path.to_string()
             } else {
-                format!("{path}{PAGE_MARK}{k}")
+                format!("{path}{PAGE_MARK}{}", k + 1)
             };
-            // A format whose listings end sooner answers the later numbers with an empty page.
-            let version = &reg.registry_version;
-            let s = short
-                .next()
-                .unwrap_or_else(|| empty_page(path, k, n, version));
-            let f = full
-                .next()
-                .unwrap_or_else(|| empty_page(path, k, n, version));
-            pages.insert(key, (make(s), make(f)));
+            pages.insert(key, pair);
         }
+    };
+    let mut insert_paged = |path: &str, f: &dyn Fn(bool) -> Value, lists: &[&str]| {
+        insert(path, page_list(path, f, lists));
     };
     if keep(ROOT) {
         insert_paged(ROOT, &|full| root(reg, full), &["groups"]);
@@ -230,11 +297,14 @@ fn pages_as<T>(
     // Ops last: an op page replaces a directory page of the same path.
     let searches = SearchOps::of(reg);
     for r in reg.ops.values().filter(|r| !r.hidden && keep(&r.op)) {
-        insert_paged(
-            &r.op,
-            &|full| op_page(reg, &searches, r, full),
-            &["description_more", "args", "examples"],
-        );
+        let list = op_pages(r, searches.get(r), &|| {
+            page_list(
+                &r.op,
+                &|full| op_page(reg, &searches, r, full),
+                &["description_more", "args", "examples"],
+            )
+        });
+        insert(&r.op, list);
     }
     pages
 }
@@ -562,7 +632,7 @@ mod tests {
         ] {
             let reg = compile(dir);
             let values = build(&reg);
-            let texts = build_texts(&reg);
+            let texts = build_texts(&reg, None);
             assert_eq!(values.texts(), texts, "{dir}");
             assert!(
                 render(&values) == render_texts(&texts),
