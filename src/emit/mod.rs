@@ -432,16 +432,18 @@ mod tests {
             }),
         ];
         let mut paged_ops = 0;
-        for (dir, emitters) in [
-            ("definitions", Emitter::ALL),
+        // (catalog, emitters, how many of the edits): the fleet catalogs are large for a debug
+        // build, so each runs what only it covers.
+        for (dir, emitters, edits_run) in [
+            ("definitions", Emitter::ALL, edits.len()),
             (
                 "tests/catalogs/fleet/livemcp",
-                &[Emitter::Help, Emitter::Docs, Emitter::Report][..],
-            ),
-            (
-                "tests/catalogs/fleet/toolsdk",
                 &[Emitter::Help, Emitter::Docs][..],
+                edits.len(),
             ),
+            // The only catalog here with paged op pages (docs pages are never paged): the op
+            // edit, and the help tool their later pages name.
+            ("tests/catalogs/fleet/toolsdk", &[Emitter::Help][..], 2),
         ] {
             let reg = crate::compiler::compile_repo_catalog(dir);
             let with = |reg: &Registry, memo: Memo| {
@@ -466,7 +468,7 @@ mod tests {
                 "{dir}: a first build with a memo differs"
             );
             let saved = memo.to_bytes();
-            for (what, edit) in edits {
+            for &(what, edit) in &edits[..edits_run] {
                 let mut next = reg.clone();
                 edit(&mut next);
                 next.registry_version = crate::compiler::stamp::registry_version(&next);
@@ -481,10 +483,15 @@ mod tests {
                 }
                 assert_eq!(again.len(), expected.len(), "{dir}, {what}");
                 if what == "an op edited" {
+                    // One help entry and one docs page per unchanged op.
                     let stats = read.stats();
                     let ops = next.ops.values().filter(|r| !r.hidden).count();
+                    let per_op = [Emitter::Help, Emitter::Docs]
+                        .iter()
+                        .filter(|e| emitters.contains(e))
+                        .count();
                     assert!(
-                        stats.hits >= 2 * (ops - 1),
+                        stats.hits >= per_op * (ops - 1),
                         "{dir}: {stats:?} for {ops} ops"
                     );
                 }
