@@ -169,19 +169,14 @@ impl BuildCache {
             })
     }
 
-    /// Writes beside, then renames, so a reader sees the old file or the new one.
+    /// `put_with` of `bytes`, unless the file already holds them.
     fn put(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
         let path = self.dir.join(name);
-        // Read to compare only when the sizes agree (the memo runs to tens of MB).
         let same_size = fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
         if same_size && fs::read(&path).is_ok_and(|old| old == bytes) {
             return Ok(());
         }
-        let tmp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        fs::write(&tmp, bytes)?;
-        fs::rename(&tmp, &path).inspect_err(|_| {
-            let _ = fs::remove_file(&tmp);
-        })
+        self.put_with(name, |w| std::io::Write::write_all(w, bytes))
     }
 }
 
