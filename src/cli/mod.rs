@@ -79,8 +79,9 @@ use clap::Parser;
 use std::process::ExitCode;
 
 /// Parses the command line and runs the command; `batch` is called first by every command
-/// that runs once and exits (not by the long-running `serve`).
-pub fn run(batch: impl FnOnce()) -> ExitCode {
+/// that runs once and exits (not by the long-running `serve`), told whether the command
+/// compiles a catalog (the commands that build hundreds of MB, unlike a query's few).
+pub fn run(batch: impl FnOnce(bool)) -> ExitCode {
     if let Some(code) = refuse_missing_feature() {
         return code;
     }
@@ -90,7 +91,16 @@ pub fn run(batch: impl FnOnce()) -> ExitCode {
     #[cfg(not(feature = "mcp"))]
     let long_running = false;
     if !long_running {
-        batch();
+        let compiles = matches!(
+            cli.command,
+            Command::Build { .. }
+                | Command::Check { .. }
+                | Command::Lint { .. }
+                | Command::Report { .. }
+                | Command::Policy { .. }
+                | Command::Init { .. }
+        );
+        batch(compiles);
     }
     match cli.command {
         Command::Completions { shell } => {
