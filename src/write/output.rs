@@ -121,8 +121,9 @@ fn listed_files(out: &Path) -> BTreeMap<String, Option<String>> {
         .into_iter()
         .filter(|(p, _)| safe_rel(p) && plain_file(&out.join(p)))
         .collect();
-    owned.insert(MANIFEST.to_string(), None);
-    owned.retain(|p, _| plain_file(&out.join(p)));
+    if plain_file(&out.join(MANIFEST)) {
+        owned.insert(MANIFEST.to_string(), None);
+    }
     owned
 }
 
@@ -438,18 +439,36 @@ fn ensure_inside(out: &Path, files: &FileMap) -> Result<(), Box<Diagnostic>> {
 pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport, Box<Diagnostic>> {
     ensure_inside(out, files)?;
     settle(out)?;
-    check_unlocked(out, files, mode, &listed_files(out), true)
+    check_unlocked(out, files, mode, &listed_files(out), None)
 }
 
-/// `details`: find each changed file's first differing line (what `check` shows; `write` only
-/// needs to know which files changed, and after a version change that is every file).
+/// The hash the new manifest records for each file of `files` (what `write` compares with the
+/// old manifest's, so an edited file is known changed without reading it).
+fn manifest_hashes(files: &FileMap) -> BTreeMap<String, String> {
+    #[derive(serde::Deserialize)]
+    struct Listed {
+        files: BTreeMap<String, String>,
+    }
+    files
+        .get(MANIFEST)
+        .and_then(|text| serde_json::from_str::<Listed>(text).ok())
+        .map(|m| m.files)
+        .unwrap_or_default()
+}
+
+/// `fresh`: for `write`, which only needs to know which files changed (after a version change,
+/// every file), the new manifest's hash of each file. A file whose recorded hash differs from
+/// it has changed and is not read; one whose hash is the same is read and compared, since it may
+/// have been edited since. Without `fresh` (`check`), each changed file's first differing line
+/// is found.
 fn check_unlocked(
     out: &Path,
     files: &FileMap,
     mode: Ownership,
     listed: &BTreeMap<String, Option<String>>,
-    details: bool,
+    fresh: Option<&BTreeMap<String, String>>,
 ) -> Result<CheckReport, Box<Diagnostic>> {
+    let details = fresh.is_none();
     let mut report = CheckReport::default();
     if !ensure_folder(out)? {
         report.missing = files.keys().cloned().collect();
@@ -458,7 +477,10 @@ fn check_unlocked(
     let mut plain = PlainFolders::default();
     for (rel, want) in files {
         let path = out.join(rel);
-        if ensure_no_links_in(out, rel, &mut plain).is_err() {
+        if let Err(d) = ensure_no_links_in(out, rel, &mut plain) {
+            if !details {
+                return Err(d); // write refuses to write through it (TR053)
+            }
             // Not toolreg's file: build refuses to write through it (TR053).
             report.changed.push((
                 rel.clone(),
@@ -466,6 +488,21 @@ fn check_unlocked(
                     line: 1,
                     expected: want.lines().next().map(str::to_owned),
                     actual: Some("(a symbolic link or not a regular file)".into()),
+                    stamp_only: false,
+                },
+            ));
+            continue;
+        }
+        let recorded = listed.get(rel).and_then(Option::as_deref);
+        let new_hash = fresh.and_then(|f| f.get(rel)).map(String::as_str);
+        if recorded.is_some() && new_hash.is_some() && recorded != new_hash {
+            // Listed by the old manifest, so a plain file (`listed_files`): known changed.
+            report.changed.push((
+                rel.clone(),
+                FirstDiff {
+                    line: 0,
+                    expected: None,
+                    actual: None,
                     stamp_only: false,
                 },
             ));
@@ -572,18 +609,13 @@ fn write_locked(
     recover(out)?;
     remove_legacy_temporaries(out);
     let recorded = listed_files(out);
-    let status = check_unlocked(out, files, mode, &recorded, false)?;
+    let status = check_unlocked(out, files, mode, &recorded, Some(&manifest_hashes(files)))?;
     if mode == Ownership::Folder {
         ensure_adoptable(out, files)?;
     }
+    // Every file to write passed the same check in `check_unlocked`; the files to remove have not.
     let mut plain = PlainFolders::default();
-    for rel in status
-        .changed
-        .iter()
-        .map(|(p, _)| p)
-        .chain(&status.missing)
-        .chain(&status.extra)
-    {
+    for rel in &status.extra {
         ensure_no_links_in(out, rel, &mut plain)?;
     }
     // Only files still as toolreg wrote them are removed; an edited one is kept and reported.
@@ -1019,6 +1051,43 @@ mod tests {
                 assert_eq!(d.code, Code::OutputOverlapsDefinitions);
             }
         }
+    }
+
+    /// A folder's files with a manifest that records their hashes, as `emit` writes it.
+    fn with_manifest(entries: &[(&str, &str)]) -> FileMap {
+        let mut files = map(entries);
+        let hashes: BTreeMap<&String, String> = files
+            .iter()
+            .map(|(p, text)| (p, crate::emit::manifest_hash(text)))
+            .collect();
+        let manifest = serde_json::json!({ "files": hashes }).to_string();
+        files.insert(MANIFEST.to_string(), manifest);
+        files
+    }
+
+    #[test]
+    fn write_trusts_a_changed_hash_and_reads_only_files_whose_hash_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("gen");
+        let v1 = with_manifest(&[("a.txt", "one\n"), ("b.txt", "two\n"), ("c.txt", "three\n")]);
+        write(&out, &v1, Ownership::Folder).unwrap();
+        let v2 = with_manifest(&[
+            ("a.txt", "one, new\n"),
+            ("b.txt", "two\n"),
+            ("c.txt", "three\n"),
+        ]);
+        // a.txt already holds its new text, but its recorded hash says it changed: written
+        // without being read. b.txt's hash is unchanged, but it was edited since: read, found
+        // different, written. c.txt is read and found as it should be: untouched.
+        fs::write(out.join("a.txt"), "one, new\n").unwrap();
+        fs::write(out.join("b.txt"), "edited by hand\n").unwrap();
+        let r = write(&out, &v2, Ownership::Folder).unwrap();
+        assert_eq!(r.written, ["a.txt", "b.txt", MANIFEST]);
+        assert_eq!(r.unchanged, 1);
+        for (rel, text) in &v2 {
+            assert_eq!(&fs::read_to_string(out.join(rel)).unwrap(), text, "{rel}");
+        }
+        assert!(check(&out, &v2, Ownership::Folder).unwrap().is_clean());
     }
 
     #[test]
