@@ -22,6 +22,29 @@ const MAGIC: &[u8] = b"toolreg-memo 1\n";
 
 type Key = [u8; 32];
 
+/// Entries by key. A key is already a blake3 digest, so its first eight bytes are as good a
+/// hash as any: SipHashing all 32 again, three lookups an entry, was a few percent of a
+/// one-tool rebuild.
+type KeyMap = HashMap<Key, Arc<str>, std::hash::BuildHasherDefault<DigestHasher>>;
+
+/// Hashes a digest by its first eight bytes (what `[u8; 32]` writes after its length).
+#[derive(Default)]
+struct DigestHasher(u64);
+
+impl std::hash::Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Also called with the length prefix (`write_usize` defaults to `write`): folded in,
+        // harmless, since every key has the same length.
+        let mut first = [0u8; 8];
+        let n = bytes.len().min(8);
+        first[..n].copy_from_slice(&bytes[..n]);
+        self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(first);
+    }
+}
+
 /// What a build took from the memo and what it had to compute.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoStats {
@@ -39,9 +62,9 @@ pub struct MemoStats {
 pub struct Memo {
     salt: Key,
     /// Read from disk, not yet used by this build.
-    stored: Mutex<HashMap<Key, Arc<str>>>,
+    stored: Mutex<KeyMap>,
     /// Used (served or computed) by this build: what `to_bytes` saves.
-    used: Mutex<HashMap<Key, Arc<str>>>,
+    used: Mutex<KeyMap>,
     hits: AtomicUsize,
     repeats: AtomicUsize,
     misses: AtomicUsize,

@@ -362,7 +362,7 @@ pub fn emit_with(
 fn escape_raw_controls(path: &str, text: &mut String) {
     let guarded = [".rs", ".ts", ".md"].iter().any(|ext| path.ends_with(ext));
     let raw = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !guarded || !text.chars().any(raw) {
+    if !guarded || !has_raw_control(text) {
         return;
     }
     *text = text
@@ -375,6 +375,18 @@ fn escape_raw_controls(path: &str, text: &mut String) {
             }
         })
         .collect();
+}
+
+/// Whether `text` holds a control character other than newline and tab: C0 (U+0000-U+001F),
+/// DEL and C1 (U+0080-U+009F, which UTF-8 writes as 0xC2 then 0x80-0x9F). Read as bytes, not
+/// decoded, since every page and source file of a build passes here (100+ MB at 10,000 tools).
+fn has_raw_control(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(i, &b)| {
+        (b < 0x20 && b != b'\n' && b != b'\t')
+            || b == 0x7f
+            || (b == 0xc2 && bytes.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n)))
+    })
 }
 
 /// The hash the manifest records for a file's text (the writer compares it before removing).
@@ -407,6 +419,28 @@ pub fn add_manifest(reg: &Registry, files: &mut FileMap) {
 mod tests {
     use super::*;
     use crate::compiler::memo::Memo;
+
+    #[test]
+    fn the_byte_scan_finds_exactly_the_control_characters() {
+        let by_chars = |t: &str| t.chars().any(|c| c.is_control() && c != '\n' && c != '\t');
+        // Every character near the control ranges and the UTF-8 lead bytes they share.
+        let probes: Vec<char> = (0u32..0x250)
+            .chain([0x2028, 0x200b, 0xfeff, 0x1f600])
+            .filter_map(char::from_u32)
+            .collect();
+        for &a in &probes {
+            for b in ['x', '\n', 'é', '\u{85}', 'Â'] {
+                for text in [
+                    format!("{a}"),
+                    format!("{a}{b}"),
+                    format!("{b}{a}"),
+                    format!("ok {a}"),
+                ] {
+                    assert_eq!(has_raw_control(&text), by_chars(&text), "{text:?}");
+                }
+            }
+        }
+    }
 
     /// After a change (one op edited, the help tool renamed, the registry renamed, a search op
     /// that create ops' notes name no longer a search op), emitters given the first build's

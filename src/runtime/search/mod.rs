@@ -675,10 +675,20 @@ const LATER_ENTITY: f64 = 0.5;
 
 fn add_words(tf: &mut HashMap<String, f64>, text: &str) -> f64 {
     let words = tokenize(text);
-    for w in &words {
-        *tf.entry(w.clone()).or_default() += 1.0;
+    let len = words.len() as f64;
+    for w in words {
+        *tf.entry(w).or_default() += 1.0;
     }
-    words.len() as f64
+    len
+}
+
+/// `map`'s value for `key`, made when missing: the key is copied only then (an index build does
+/// this once per op and term, and most terms are already there).
+fn slot<'m, V: Default>(map: &'m mut HashMap<String, V>, key: &str) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key).expect("present or just made")
 }
 
 impl SearchIndex {
@@ -697,7 +707,7 @@ impl SearchIndex {
             seen.sort();
             seen.dedup();
             for w in seen {
-                *df.entry(w.clone()).or_default() += 1.0;
+                *slot(&mut df, w) += 1.0;
             }
             let segs: Vec<&str> = r.op.split('.').collect();
             let mut entity = r.entity.as_deref().map(tokenize).unwrap_or_default();
@@ -768,7 +778,7 @@ impl SearchIndex {
             words.sort();
             words.dedup();
             for w in words {
-                *structure_df.entry(w.clone()).or_default() += 1.0;
+                *slot(&mut structure_df, w) += 1.0;
             }
         }
         let mut entity_words: Vec<String> =
@@ -788,7 +798,7 @@ impl SearchIndex {
             let mut terms: Vec<(&String, f64)> = weights.into_iter().collect();
             terms.sort_by(|a, b| a.0.cmp(b.0));
             for (t, w) in terms {
-                postings.entry(t.clone()).or_default().push((i as u32, w));
+                slot(&mut postings, t).push((i as u32, w));
             }
             let mut parts: BTreeMap<&String, u8> = BTreeMap::new();
             for (bit, words) in [
@@ -801,10 +811,7 @@ impl SearchIndex {
                 }
             }
             for (w, bits) in parts {
-                structure
-                    .entry(w.clone())
-                    .or_default()
-                    .push((i as u32, bits));
+                slot(&mut structure, w).push((i as u32, bits));
             }
         }
         let idf: HashMap<String, f64> = df
