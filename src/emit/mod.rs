@@ -391,7 +391,14 @@ fn has_raw_control(text: &str) -> bool {
 
 /// The hash the manifest records for a file's text (the writer compares it before removing).
 pub fn manifest_hash(text: &str) -> String {
-    format!("b3:{}", &blake3::hash(text.as_bytes()).to_hex()[..16])
+    manifest_hash_of_bytes(text.as_bytes())
+}
+
+/// `manifest_hash` of a file's bytes as read: equal to the text's when they are its UTF-8, and
+/// never equal to a recorded hash otherwise (every recorded hash is of a text), so a reader that
+/// only compares needs no UTF-8 check first.
+pub fn manifest_hash_of_bytes(bytes: &[u8]) -> String {
+    format!("b3:{}", &blake3::hash(bytes).to_hex()[..16])
 }
 
 /// Adds `toolreg.manifest.json`: generator, versions and a blake3 per file. `toolreg build`
