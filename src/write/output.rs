@@ -645,10 +645,15 @@ fn write_locked(
     // Stage. Any failure here leaves the folder as it was.
     let staging = out.join(STAGING);
     let stage = || -> Result<(), Box<Diagnostic>> {
+        // Folders made in this pass: each once, not once per file in it.
+        let mut made = std::collections::HashSet::new();
         for rel in &to_write {
             let tmp = staging.join(rel);
             let dir = tmp.parent().unwrap_or(&staging);
-            fs::create_dir_all(dir).map_err(|e| io_error(dir, "create", e))?;
+            if !made.contains(dir) {
+                fs::create_dir_all(dir).map_err(|e| io_error(dir, "create", e))?;
+                made.insert(dir.to_path_buf());
+            }
             fs::write(&tmp, files[rel].as_bytes()).map_err(|e| io_error(&tmp, "write", e))?;
         }
         let journal = Journal {
