@@ -27,9 +27,11 @@ fn batch_allocator(compiles: bool) {
 /// ones (host memory is handed back while free and faulted in again): a 10,000-tool build spent
 /// 3.5 s of CPU in the kernel zeroing pages with them and 1.6 s without, in the same run, its
 /// user time unchanged. A query keeps them: a cold search of the same registry took 40 ms with
-/// them and 66 ms without (its few MB fault 512 times as often). `MIMALLOC_ALLOW_THP=1` keeps
-/// them for a compile too (where they are cheap, as on most bare metal).
-fn no_huge_pages() {
+/// them and 66 ms without (its few MB fault 512 times as often), and so does a `build` that finds
+/// nothing changed (it reads its outputs to prove it; it calls this only once it must compile).
+/// `MIMALLOC_ALLOW_THP=1` keeps them for a compile too (where they are cheap, as on most bare
+/// metal).
+pub(crate) fn no_huge_pages() {
     #[cfg(target_os = "linux")]
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
         // SAFETY: sets this process's THP flag (checked at each later page fault); no memory is

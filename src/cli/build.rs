@@ -48,6 +48,8 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
         }
         return ExitCode::SUCCESS;
     }
+    // A compile after all: small pages from here on (see `no_huge_pages`).
+    crate::no_huge_pages();
     let memo = std::sync::Arc::new(cache.memo());
     let mut settings = out.settings();
     settings.memo = Some(memo.clone());

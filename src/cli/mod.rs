@@ -91,10 +91,10 @@ pub fn run(batch: impl FnOnce(bool)) -> ExitCode {
     #[cfg(not(feature = "mcp"))]
     let long_running = false;
     if !long_running {
+        // `build` opts in itself, once it knows it compiles (not when nothing changed).
         let compiles = matches!(
             cli.command,
-            Command::Build { .. }
-                | Command::Check { .. }
+            Command::Check { .. }
                 | Command::Lint { .. }
                 | Command::Report { .. }
                 | Command::Policy { .. }
