@@ -77,6 +77,18 @@ pub struct CheckReport {
     pub foreign: Vec<String>,
 }
 
+impl FirstDiff {
+    /// A change found without reading the file's text (`write` needs only to know it changed).
+    fn unread() -> FirstDiff {
+        FirstDiff {
+            line: 0,
+            expected: None,
+            actual: None,
+            stamp_only: false,
+        }
+    }
+}
+
 impl CheckReport {
     pub fn is_clean(&self) -> bool {
         self.changed.is_empty() && self.missing.is_empty() && self.extra.is_empty()
@@ -443,7 +455,7 @@ pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport
 }
 
 /// The hash the new manifest records for each file of `files` (what `write` compares with the
-/// old manifest's, so an edited file is known changed without reading it).
+/// old manifest's, so a file whose text changed is known changed without reading it).
 fn manifest_hashes(files: &FileMap) -> BTreeMap<String, String> {
     #[derive(serde::Deserialize)]
     struct Listed {
@@ -478,10 +490,11 @@ fn check_unlocked(
     for (rel, want) in files {
         let path = out.join(rel);
         if let Err(d) = ensure_no_links_in(out, rel, &mut plain) {
+            // Not toolreg's file: `write` refuses to write through it (TR053); `check` reports
+            // it as changed.
             if !details {
-                return Err(d); // write refuses to write through it (TR053)
+                return Err(d);
             }
-            // Not toolreg's file: build refuses to write through it (TR053).
             report.changed.push((
                 rel.clone(),
                 FirstDiff {
@@ -496,16 +509,9 @@ fn check_unlocked(
         let recorded = listed.get(rel).and_then(Option::as_deref);
         let new_hash = fresh.and_then(|f| f.get(rel)).map(String::as_str);
         if recorded.is_some() && new_hash.is_some() && recorded != new_hash {
-            // Listed by the old manifest, so a plain file (`listed_files`): known changed.
-            report.changed.push((
-                rel.clone(),
-                FirstDiff {
-                    line: 0,
-                    expected: None,
-                    actual: None,
-                    stamp_only: false,
-                },
-            ));
+            // Listed by the old manifest, so a plain file (`listed_files`): known changed. A
+            // forged manifest can only make toolreg rewrite a file, never skip one.
+            report.changed.push((rel.clone(), FirstDiff::unread()));
             continue;
         }
         match fs::read(&path) {
@@ -516,15 +522,7 @@ fn check_unlocked(
                 let same_but_eol = bytes.contains(&b'\r')
                     && normalize_eol(&String::from_utf8_lossy(&bytes)) == want.as_str();
                 if !same_but_eol {
-                    report.changed.push((
-                        rel.clone(),
-                        FirstDiff {
-                            line: 0,
-                            expected: None,
-                            actual: None,
-                            stamp_only: false,
-                        },
-                    ));
+                    report.changed.push((rel.clone(), FirstDiff::unread()));
                 }
             }
             Ok(bytes) => {
