@@ -79,8 +79,9 @@ use clap::Parser;
 use std::process::ExitCode;
 
 /// Parses the command line and runs the command; `batch` is called first by every command
-/// that runs once and exits (not by the long-running `serve`), told whether the command
-/// compiles a catalog (the commands that build hundreds of MB, unlike a query's few).
+/// that runs once and exits (not by the long-running `serve`), told whether the command is one
+/// that compiles a catalog at once (hundreds of MB, unlike a query's few; `build` is told no,
+/// and prepares itself once it knows its outputs are not current).
 pub fn run(batch: impl FnOnce(bool)) -> ExitCode {
     if let Some(code) = refuse_missing_feature() {
         return code;

@@ -643,15 +643,11 @@ fn write_locked(
     // Stage. Any failure here leaves the folder as it was.
     let staging = out.join(STAGING);
     let stage = || -> Result<(), Box<Diagnostic>> {
-        // Folders made in this pass: each once, not once per file in it.
-        let mut made = std::collections::HashSet::new();
+        let mut made = MadeFolders::default();
         for rel in &to_write {
             let tmp = staging.join(rel);
             let dir = tmp.parent().unwrap_or(&staging);
-            if !made.contains(dir) {
-                fs::create_dir_all(dir).map_err(|e| io_error(dir, "create", e))?;
-                made.insert(dir.to_path_buf());
-            }
+            made.make(dir).map_err(|e| io_error(dir, "create", e))?;
             fs::write(&tmp, files[rel].as_bytes()).map_err(|e| io_error(&tmp, "write", e))?;
         }
         let journal = Journal {
@@ -692,6 +688,21 @@ const JOURNAL: &str = ".journal.json";
 const JOURNAL_TMP: &str = ".journal.json.tmp";
 const LOCK: &str = ".toolreg.lock";
 
+/// The folders one pass over many files has made (or found): each is made once, not once per
+/// file in it.
+#[derive(Default)]
+struct MadeFolders(std::collections::HashSet<PathBuf>);
+
+impl MadeFolders {
+    fn make(&mut self, dir: &Path) -> std::io::Result<()> {
+        if !self.0.contains(dir) {
+            fs::create_dir_all(dir)?;
+            self.0.insert(dir.to_path_buf());
+        }
+        Ok(())
+    }
+}
+
 /// What a committed write still has to do.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Journal {
@@ -720,8 +731,7 @@ fn recover(out: &Path) -> Result<(), Box<Diagnostic>> {
             );
             d
         };
-        // Folders made (or found) in this pass: each is made once, not once per file in it.
-        let mut created = std::collections::HashSet::new();
+        let mut made = MadeFolders::default();
         for rel in journal.replace.iter().filter(|r| safe_rel(r)) {
             let from = staging.join(rel);
             if !from.exists() {
@@ -732,9 +742,7 @@ fn recover(out: &Path) -> Result<(), Box<Diagnostic>> {
             ensure_no_links(out, rel)?;
             let to = out.join(rel);
             if let Some(dir) = to.parent() {
-                if created.insert(dir.to_path_buf()) {
-                    fs::create_dir_all(dir).map_err(|e| interrupted(dir, "create", e))?;
-                }
+                made.make(dir).map_err(|e| interrupted(dir, "create", e))?;
             }
             fs::rename(&from, &to).map_err(|e| interrupted(&to, "replace", e))?;
         }
