@@ -209,6 +209,48 @@ fn a_damaged_cache_entry_is_dropped_and_recomputed() {
 }
 
 #[test]
+fn a_settled_folder_is_known_by_its_files_identity_and_an_edit_is_still_seen() {
+    let case = Case::new();
+    case.build("inc");
+    let before = tree(&case.path("inc"));
+    // Just written: every file is read (their times cannot yet tell an edit of the same tick).
+    let replayed = case.build("inc");
+    assert!(replayed.contains("every file read"), "{replayed}");
+    // Settled: read once more, found as written, and the record keeps their identity.
+    std::thread::sleep(toolreg::write::cache::SETTLED + std::time::Duration::from_millis(200));
+    let replayed = case.build("inc");
+    assert!(replayed.contains("every file read"), "{replayed}");
+    let record = std::fs::read_to_string(case.path("inc/.toolreg-cache/build.json")).unwrap();
+    assert!(record.contains("\"seen\": \"b3:"), "{record}");
+    // From then on no file is read, and the build says what it said.
+    let known = case.build("inc");
+    assert!(known.contains("none read"), "{known}");
+    let said = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| !l.starts_with("cache: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(said(&known), said(&replayed));
+    assert_eq!(tree(&case.path("inc")), before);
+
+    // A hand edit of the same length, its modification time put back: still rebuilt.
+    let page = case.path("inc/registry.json");
+    let text = std::fs::read_to_string(&page).unwrap();
+    let modified = std::fs::metadata(&page).unwrap().modified().unwrap();
+    std::fs::write(&page, text.replacen("\"ops\"", "\"opz\"", 1)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&page)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let rebuilt = case.build("inc");
+    assert!(rebuilt.contains(" 1 written, "), "{rebuilt}");
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), text);
+}
+
+#[test]
 fn a_build_with_nothing_changed_writes_nothing_and_says_what_a_full_build_says() {
     let case = Case::new();
     case.build("inc");

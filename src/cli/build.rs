@@ -38,13 +38,18 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
     };
     let cache = BuildCache::for_output(&out.out);
     let print = cache::fingerprint(&inputs);
-    if let Some(record) = print
+    if let Some((record, read)) = print
         .as_deref()
         .and_then(|p| done_already(&cache, p, &defs, &out, keep_lock))
     {
         replay(&record, &defs, &out, format);
         if defs.verbose {
-            eprintln!("cache: nothing changed since the last build; nothing was compiled");
+            let how = if read {
+                "every file read and found as written"
+            } else {
+                "the files known by their identity, none read"
+            };
+            eprintln!("cache: nothing changed since the last build ({how}); nothing was compiled");
         }
         return ExitCode::SUCCESS;
     }
@@ -152,21 +157,33 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
 }
 
 /// The last build's record, when this build would be the same one: same fingerprint, the folder
-/// has nothing to settle and holds every file as written, and the lock is as that build left it.
+/// has nothing to settle and holds every file as written, and the lock is as that build left it;
+/// with whether the files had to be read to know it.
 fn done_already(
     cache: &BuildCache,
     fingerprint: &str,
     defs: &Definitions,
     out: &Out,
     keep_lock: bool,
-) -> Option<BuildRecord> {
+) -> Option<(BuildRecord, bool)> {
     let record = cache.record().filter(|r| r.fingerprint == fingerprint)?;
     let lock_now = keep_lock
         .then(|| cache::lock_hash(&defs.definitions))
         .flatten();
     let settled = matches!(output::settle(&out.out), Ok(false));
-    (settled && record.lock == lock_now && cache::output_matches(&out.out, &record))
-        .then_some(record)
+    if !settled || record.lock != lock_now {
+        return None;
+    }
+    match cache::output_state(&out.out, &record) {
+        cache::OutputState::Changed => None,
+        cache::OutputState::AsWritten { seen, read } if seen == record.seen => Some((record, read)),
+        // Read in full and found as written: keep what was seen, so the next one reads nothing.
+        cache::OutputState::AsWritten { seen, read } => {
+            let record = BuildRecord { seen, ..record };
+            cache.save_record(&record);
+            Some((record, read))
+        }
+    }
 }
 
 /// Says what the recorded build said, with nothing written.

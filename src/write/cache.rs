@@ -8,7 +8,9 @@
 //!   that shapes the output (every definitions file, the options, the templates, this toolreg
 //!   binary) and what the build said. When the fingerprint is the same and every file the
 //!   folder's manifest lists still hashes to what was written, the build is already done: the
-//!   CLI says what it said then and writes nothing.
+//!   CLI says what it said then and writes nothing. Once a no-change build has read every file
+//!   and found it as written, the record also keeps a digest of the files' stat identity
+//!   ([`Seen`]); while that digest holds, the next no-change build reads no file at all.
 //!
 //! Nothing here is trusted without its digest: the record only answers for the exact
 //! fingerprint and manifest it names, and the memo checks each entry (see [`Memo`]). A cache
@@ -68,7 +70,18 @@ pub struct BuildRecord {
     pub files: usize,
     /// The quarantine line, if any.
     pub quarantined: Option<String>,
+    /// The stat identity of the files the manifest lists ([`Seen`]), taken before a no-change
+    /// build read every one of them and found it as written. Absent in a build's own record
+    /// (the files are too fresh for their times to tell an edit: see [`SETTLED`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<String>,
 }
+
+/// How long after its last change a file's times are trusted to show the next one. A file's
+/// times tick coarsely (every few milliseconds on Linux), so an edit of the same length within
+/// the tick of toolreg's own write could leave size and times as they were; git calls such a
+/// file racily clean. Files younger than this are always read.
+pub const SETTLED: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The cache of one output folder.
 pub struct BuildCache {
@@ -113,6 +126,16 @@ impl BuildCache {
         serde_json::from_slice::<BuildRecord>(&bytes)
             .ok()
             .filter(|r| r.format == RECORD_FORMAT)
+    }
+
+    /// Replaces the record alone (a no-change build that adds what it has [`Seen`]). Best effort,
+    /// like `save`.
+    pub fn save_record(&self, record: &BuildRecord) {
+        if !self.usable() || !self.dir.is_dir() {
+            return;
+        }
+        let text = serde_json::to_vec_pretty(record).expect("a record serializes");
+        let _ = self.put(RECORD_FILE, &text);
     }
 
     /// Saves the memo (when it changed) and the record (or removes a stale one). Best effort: a
@@ -260,27 +283,49 @@ fn tree(h: &mut blake3::Hasher, root: &Path, contents: bool, definitions: bool) 
     Some(())
 }
 
+/// What [`output_state`] found in the output folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputState {
+    /// Exactly the build the record describes. `seen`: the files' stat identity, when they are
+    /// old enough for it to tell the next edit ([`Seen`]); the record should keep it. `read`:
+    /// whether the files were read to know it (false: the record's identity held).
+    AsWritten { seen: Option<String>, read: bool },
+    /// Anything else: the build must run.
+    Changed,
+}
+
 /// Whether `out` holds exactly the build `record` describes: its manifest is the one written,
-/// and every file the manifest lists is a plain file whose bytes hash as recorded. Files are
-/// hashed on every core.
-pub fn output_matches(out: &Path, record: &BuildRecord) -> bool {
+/// and every file the manifest lists is a plain file whose bytes hash as recorded. When the
+/// record holds the files' stat identity and it is unchanged, no file but the manifest is read;
+/// otherwise every file is hashed, on every core.
+pub fn output_state(out: &Path, record: &BuildRecord) -> OutputState {
+    output_state_at(out, record, std::time::SystemTime::now())
+}
+
+fn output_state_at(out: &Path, record: &BuildRecord, now: std::time::SystemTime) -> OutputState {
     let Ok(text) = fs::read_to_string(out.join(MANIFEST)) else {
-        return false;
+        return OutputState::Changed;
     };
     if manifest_hash(&text) != record.manifest {
-        return false;
+        return OutputState::Changed;
     }
     let Ok(manifest) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return false;
+        return OutputState::Changed;
     };
     let Some(files) = manifest.get("files").and_then(|f| f.as_object()) else {
-        return false;
+        return OutputState::Changed;
     };
     if files.len() + 1 != record.files {
-        return false;
+        return OutputState::Changed;
     }
     let listed: Vec<(&String, &serde_json::Value)> = files.iter().collect();
-    crate::compiler::parallel::map_in_order(&listed, |(rel, want)| {
+    // Taken before any file is read: an edit after this point changes the identity, so what
+    // the content check then vouches for is never a state later than the one recorded.
+    let seen = Seen::of(out, listed.iter().map(|(rel, _)| rel.as_str()), now);
+    if seen.is_some() && seen == record.seen {
+        return OutputState::AsWritten { seen, read: false };
+    }
+    let as_written = crate::compiler::parallel::map_in_order(&listed, |(rel, want)| {
         super::output::is_plain_file(out, rel)
             && fs::read(out.join(rel.as_str())).is_ok_and(|bytes| {
                 // The manifest hashes text with line endings as written; a checkout that
@@ -289,7 +334,83 @@ pub fn output_matches(out: &Path, record: &BuildRecord) -> bool {
             })
     })
     .into_iter()
-    .all(|ok| ok)
+    .all(|ok| ok);
+    if as_written {
+        OutputState::AsWritten { seen, read: true }
+    } else {
+        OutputState::Changed
+    }
+}
+
+/// A digest of the stat identity of a folder's files, as git's index keeps one per file: for
+/// each file its device, inode, length, and modification and change times; for each folder
+/// above one, its device and inode. A file edited, replaced, moved or touched, or a folder
+/// swapped for a link or another folder, changes it; rewriting a file's modification time back
+/// does not hide an edit, since the change time cannot be set (only the clock sets it).
+pub struct Seen;
+
+impl Seen {
+    /// The digest of `files` (paths relative to `out`), or `None` when one is missing, is not a
+    /// plain file, or changed within [`SETTLED`] of `now` (or later: a clock set back), or on a
+    /// platform without inodes and change times.
+    pub fn of<'a>(
+        out: &Path,
+        files: impl Iterator<Item = &'a str>,
+        now: std::time::SystemTime,
+    ) -> Option<String> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let settled = now.checked_sub(SETTLED)?;
+            let settled_ns = settled
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?
+                .as_nanos() as i128;
+            let nanos = |s: i64, ns: i64| i128::from(s) * 1_000_000_000 + i128::from(ns);
+            let mut h = blake3::Hasher::new();
+            let mut folders = std::collections::BTreeSet::new();
+            for rel in files {
+                let m = fs::symlink_metadata(out.join(rel)).ok()?;
+                let changed = nanos(m.ctime(), m.ctime_nsec());
+                let modified = nanos(m.mtime(), m.mtime_nsec());
+                if !m.is_file() || changed >= settled_ns || modified >= settled_ns {
+                    return None;
+                }
+                h.update(rel.as_bytes());
+                h.update(&[0]);
+                for n in [m.dev(), m.ino(), m.len()] {
+                    h.update(&n.to_le_bytes());
+                }
+                for t in [modified, changed] {
+                    h.update(&t.to_le_bytes());
+                }
+                let mut at = rel;
+                while let Some((parent, _)) = at.rsplit_once('/') {
+                    if !folders.insert(parent) {
+                        break;
+                    }
+                    at = parent;
+                }
+            }
+            for folder in folders {
+                let m = fs::symlink_metadata(out.join(folder)).ok()?;
+                if !m.is_dir() {
+                    return None;
+                }
+                h.update(folder.as_bytes());
+                h.update(&[1]);
+                for n in [m.dev(), m.ino()] {
+                    h.update(&n.to_le_bytes());
+                }
+            }
+            Some(format!("b3:{}", h.finalize().to_hex()))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (out, files.count(), now);
+            None
+        }
+    }
 }
 
 /// The hash `BuildRecord::lock` holds for the definitions folder's lock as it is now.
@@ -324,6 +445,133 @@ impl BuildRecord {
             registry_version: registry.registry_version.clone(),
             files,
             quarantined,
+            seen: None,
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    /// A folder as a build leaves it: two files and the manifest listing them (with `claims`
+    /// as `a.txt`'s hash), and a record of it.
+    fn folder(claims: Option<&str>) -> (tempfile::TempDir, BuildRecord) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        fs::create_dir(out.join("sub")).unwrap();
+        fs::write(out.join("a.txt"), "alpha\n").unwrap();
+        fs::write(out.join("sub/b.txt"), "beta\n").unwrap();
+        let a = claims.map_or_else(|| manifest_hash("alpha\n"), str::to_owned);
+        let manifest =
+            serde_json::json!({"files": {"a.txt": a, "sub/b.txt": manifest_hash("beta\n")}});
+        let text = serde_json::to_string_pretty(&manifest).unwrap();
+        fs::write(out.join(MANIFEST), &text).unwrap();
+        let record = BuildRecord {
+            format: RECORD_FORMAT,
+            fingerprint: "f".into(),
+            manifest: manifest_hash(&text),
+            lock: None,
+            diagnostics_text: String::new(),
+            diagnostics_brief: String::new(),
+            diagnostics_json: String::new(),
+            ops: 0,
+            groups: 0,
+            registry_version: String::new(),
+            files: 3,
+            quarantined: None,
+            seen: None,
+        };
+        (dir, record)
+    }
+
+    /// Later than every file of a folder made now, by more than [`SETTLED`].
+    fn later() -> SystemTime {
+        SystemTime::now() + Duration::from_secs(10)
+    }
+
+    fn seen_now(out: &Path, at: SystemTime) -> Option<String> {
+        Seen::of(out, ["a.txt", "sub/b.txt"].into_iter(), at)
+    }
+
+    #[test]
+    fn fresh_files_are_read_and_settled_ones_give_their_identity() {
+        let (dir, record) = folder(None);
+        // Just written: too fresh for their times to show an edit of the same tick.
+        assert_eq!(seen_now(dir.path(), SystemTime::now()), None);
+        assert_eq!(
+            output_state_at(dir.path(), &record, SystemTime::now()),
+            OutputState::AsWritten {
+                seen: None,
+                read: true
+            }
+        );
+        let at = later();
+        let seen = seen_now(dir.path(), at);
+        assert!(seen.is_some());
+        assert_eq!(
+            output_state_at(dir.path(), &record, at),
+            OutputState::AsWritten {
+                seen: seen.clone(),
+                read: true
+            }
+        );
+        assert_eq!(
+            seen_now(dir.path(), at),
+            seen,
+            "the same folder, the same digest"
+        );
+    }
+
+    #[test]
+    fn an_unchanged_identity_reads_no_file_and_any_edit_is_read_again() {
+        // The manifest claims another text for a.txt: only reading it can tell.
+        let (dir, mut record) = folder(Some("b3:0000000000000000"));
+        let out = dir.path();
+        let at = later();
+        assert_eq!(output_state_at(out, &record, at), OutputState::Changed);
+        record.seen = seen_now(out, at);
+        assert!(record.seen.is_some());
+        // The identity the record holds: the files are not read (the claim is not caught).
+        assert_eq!(
+            output_state_at(out, &record, at),
+            OutputState::AsWritten {
+                seen: record.seen.clone(),
+                read: false
+            }
+        );
+
+        // The same length, written back with its old modification time: the change time
+        // still moves, so the identity differs and every file is read again.
+        let (dir, mut record) = folder(None);
+        let out = dir.path();
+        record.seen = seen_now(out, at);
+        let file = out.join("sub/b.txt");
+        let modified = fs::metadata(&file).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        fs::write(&file, "bet4\n").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), modified);
+        assert_ne!(seen_now(out, at), record.seen);
+        assert_eq!(output_state_at(out, &record, at), OutputState::Changed);
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_to_the_same_files_is_not_the_folder_written() {
+        let (dir, mut record) = folder(None);
+        let out = dir.path();
+        let at = later();
+        record.seen = seen_now(out, at);
+        // The files keep their inodes and times; only the folder above them changed.
+        fs::rename(out.join("sub"), out.join("moved")).unwrap();
+        std::os::unix::fs::symlink("moved", out.join("sub")).unwrap();
+        assert_eq!(seen_now(out, at), None);
+        assert_eq!(output_state_at(out, &record, at), OutputState::Changed);
     }
 }
