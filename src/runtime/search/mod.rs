@@ -23,10 +23,11 @@ use words::{
 };
 
 use crate::model::registry::{Kind, MatchFloors, OpRecord, Registry};
+use foldhash::{HashMap, HashMapExt};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 const NAME: usize = 0;

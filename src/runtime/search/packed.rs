@@ -7,9 +7,10 @@
 //! written in order: the file's bytes never depend on hashing.
 
 use base64::Engine;
+use foldhash::{HashMap, HashMapExt};
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::OnceLock;
 
@@ -315,13 +316,15 @@ mod tests {
 
     #[test]
     fn round_trips_exactly_and_fails_closed_on_damage() {
-        let weights = HashMap::from([
+        let weights: HashMap<String, _> = [
             ("task".into(), vec![(0, 0.1 + 0.2), (7, f64::MIN_POSITIVE)]),
             ("list".into(), vec![(8, 1e300)]),
-        ]);
+        ]
+        .into_iter()
+        .collect();
         let built = (
             Lists::built(weights.clone(), 9),
-            Lists::built(HashMap::from([("task".into(), vec![(3, 5u8)])]), 9),
+            Lists::built([("task".into(), vec![(3, 5u8)])].into_iter().collect(), 9),
         );
         let text = serde_json::to_string(&Both {
             weights: &built.0,
@@ -355,7 +358,9 @@ mod tests {
         // A text that is not in the source given is refused, never read.
         let elsewhere = pack(&[(1, 1)]);
         let source: Source = Source::new(b"{}".as_slice().into());
-        let stray = HashMap::from([("a".to_string(), elsewhere.as_str())]);
+        let stray: HashMap<String, &str> = [("a".to_string(), elsewhere.as_str())]
+            .into_iter()
+            .collect();
         assert!(Lists::<u8>::read(stray, &source, 9).is_err());
         // Not base64, out of order, or past the ops: found on first use, and read as empty.
         for damaged in [
