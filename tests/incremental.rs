@@ -86,6 +86,14 @@ impl Case {
     }
 }
 
+/// What a build said, but its cache line (which says how the cache served it).
+fn said(s: &str) -> Vec<String> {
+    s.lines()
+        .filter(|l| !l.starts_with("cache: "))
+        .map(str::to_owned)
+        .collect()
+}
+
 fn cache_line(said: &str) -> String {
     said.lines()
         .find(|l| l.starts_with("cache: "))
@@ -225,12 +233,6 @@ fn a_settled_folder_is_known_by_its_files_identity_and_an_edit_is_still_seen() {
     // From then on no file is read, and the build says what it said.
     let known = case.build("inc");
     assert!(known.contains("none read"), "{known}");
-    let said = |s: &str| -> Vec<String> {
-        s.lines()
-            .filter(|l| !l.starts_with("cache: "))
-            .map(str::to_owned)
-            .collect()
-    };
     assert_eq!(said(&known), said(&replayed));
     assert_eq!(tree(&case.path("inc")), before);
 
@@ -261,12 +263,6 @@ fn a_build_with_nothing_changed_writes_nothing_and_says_what_a_full_build_says()
     // The same build without its record runs in full: it says the same (but the cache line).
     std::fs::remove_file(case.path("inc/.toolreg-cache/build.json")).unwrap();
     let full = case.build("inc");
-    let said = |s: &str| -> Vec<String> {
-        s.lines()
-            .filter(|l| !l.starts_with("cache: "))
-            .map(str::to_owned)
-            .collect()
-    };
     assert_eq!(said(&replayed), said(&full));
     assert!(full.contains(" 0 written, 0 removed, "), "{full}");
 
