@@ -11,8 +11,8 @@
 //! emitter alone and all together at 1K/5K/10K/20K tools. `-- --hostile`: a 100,000-property
 //! schema, and a 20,000-tool export minified onto one line against its pretty-printed twin.
 //! `-- --incremental`: the default build of 10,000 tools cold, after one changed tool, and with
-//! nothing changed (just built, and once the files settled), and the registry alone (wall and CPU seconds, peak RSS; before and after with
-//! `TOOLREG_BENCH_BEFORE`).
+//! nothing changed (just built, and once the files settled), and the registry alone (wall and
+//! CPU seconds, peak RSS; before and after with `TOOLREG_BENCH_BEFORE`).
 //! `-- --fleet`: the public fleet catalogs of tests/catalogs/fleet per emitter, before and after
 //! (`TOOLREG_BENCH_BEFORE=OLD_TOOLREG`). `-- --write-catalog N DIR` only writes the synthetic catalog of N tools, to profile a build by
 //! hand. `TOOLREG_BENCH_DIR` puts the scratch folders elsewhere (a tmpfs keeps the file system's

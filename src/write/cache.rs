@@ -10,7 +10,7 @@
 //!   folder's manifest lists still hashes to what was written, the build is already done: the
 //!   CLI says what it said then and writes nothing. Once a no-change build has read every file
 //!   and found it as written, the record also keeps a digest of the files' stat identity
-//!   ([`Seen`]); while that digest holds, the next no-change build reads no file at all.
+//!   ([`stat_identity`]); while that digest holds, the next no-change build reads no file at all.
 //!
 //! Nothing here is trusted without its digest: the record only answers for the exact
 //! fingerprint and manifest it names, and the memo checks each entry (see [`Memo`]). A cache
@@ -70,7 +70,7 @@ pub struct BuildRecord {
     pub files: usize,
     /// The quarantine line, if any.
     pub quarantined: Option<String>,
-    /// The stat identity of the files the manifest lists ([`Seen`]), taken before a no-change
+    /// The stat identity of the files the manifest lists ([`stat_identity`]), taken before a no-change
     /// build read every one of them and found it as written. Absent in a build's own record
     /// (the files are too fresh for their times to tell an edit: see [`SETTLED`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,8 +128,8 @@ impl BuildCache {
             .filter(|r| r.format == RECORD_FORMAT)
     }
 
-    /// Replaces the record alone (a no-change build that adds what it has [`Seen`]). Best effort,
-    /// like `save`.
+    /// Replaces the record alone (a no-change build that adds the files' [`stat_identity`]).
+    /// Best effort, like `save`.
     pub fn save_record(&self, record: &BuildRecord) {
         if !self.usable() || !self.dir.is_dir() {
             return;
@@ -287,7 +287,7 @@ fn tree(h: &mut blake3::Hasher, root: &Path, contents: bool, definitions: bool) 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutputState {
     /// Exactly the build the record describes. `seen`: the files' stat identity, when they are
-    /// old enough for it to tell the next edit ([`Seen`]); the record should keep it. `read`:
+    /// old enough for it to tell the next edit ([`stat_identity`]); the record should keep it. `read`:
     /// whether the files were read to know it (false: the record's identity held).
     AsWritten { seen: Option<String>, read: bool },
     /// Anything else: the build must run.
@@ -321,7 +321,7 @@ fn output_state_at(out: &Path, record: &BuildRecord, now: std::time::SystemTime)
     let listed: Vec<(&String, &serde_json::Value)> = files.iter().collect();
     // Taken before any file is read: an edit after this point changes the identity, so what
     // the content check then vouches for is never a state later than the one recorded.
-    let seen = Seen::of(out, listed.iter().map(|(rel, _)| rel.as_str()), now);
+    let seen = stat_identity(out, listed.iter().map(|(rel, _)| rel.as_str()), now);
     if seen.is_some() && seen == record.seen {
         return OutputState::AsWritten { seen, read: false };
     }
@@ -342,74 +342,69 @@ fn output_state_at(out: &Path, record: &BuildRecord, now: std::time::SystemTime)
     }
 }
 
-/// A digest of the stat identity of a folder's files, as git's index keeps one per file: for
-/// each file its device, inode, length, and modification and change times; for each folder
-/// above one, its device and inode. A file edited, replaced, moved or touched, or a folder
-/// swapped for a link or another folder, changes it; rewriting a file's modification time back
-/// does not hide an edit, since the change time cannot be set (only the clock sets it).
-pub struct Seen;
-
-impl Seen {
-    /// The digest of `files` (paths relative to `out`), or `None` when one is missing, is not a
-    /// plain file, or changed within [`SETTLED`] of `now` (or later: a clock set back), or on a
-    /// platform without inodes and change times.
-    pub fn of<'a>(
-        out: &Path,
-        files: impl Iterator<Item = &'a str>,
-        now: std::time::SystemTime,
-    ) -> Option<String> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let settled = now.checked_sub(SETTLED)?;
-            let settled_ns = settled
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()?
-                .as_nanos() as i128;
-            let nanos = |s: i64, ns: i64| i128::from(s) * 1_000_000_000 + i128::from(ns);
-            let mut h = blake3::Hasher::new();
-            let mut folders = std::collections::BTreeSet::new();
-            for rel in files {
-                let m = fs::symlink_metadata(out.join(rel)).ok()?;
-                let changed = nanos(m.ctime(), m.ctime_nsec());
-                let modified = nanos(m.mtime(), m.mtime_nsec());
-                if !m.is_file() || changed >= settled_ns || modified >= settled_ns {
-                    return None;
-                }
-                h.update(rel.as_bytes());
-                h.update(&[0]);
-                for n in [m.dev(), m.ino(), m.len()] {
-                    h.update(&n.to_le_bytes());
-                }
-                for t in [modified, changed] {
-                    h.update(&t.to_le_bytes());
-                }
-                let mut at = rel;
-                while let Some((parent, _)) = at.rsplit_once('/') {
-                    if !folders.insert(parent) {
-                        break;
-                    }
-                    at = parent;
-                }
+/// A digest of the stat identity of `files` (paths relative to `out`), as git's index keeps one
+/// per file: for each file its device, inode, length, and modification and change times; for
+/// each folder above one, its device and inode. A file edited, replaced, moved or touched, or a
+/// folder swapped for a link or another folder, changes it; rewriting a file's modification
+/// time back does not hide an edit, since the change time cannot be set (only the clock sets
+/// it). `None` when a file is missing, is not a plain file, or changed within [`SETTLED`] of
+/// `now` (or later: a clock set back), or on a platform without inodes and change times.
+pub fn stat_identity<'a>(
+    out: &Path,
+    files: impl Iterator<Item = &'a str>,
+    now: std::time::SystemTime,
+) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let settled = now.checked_sub(SETTLED)?;
+        let settled_ns = settled
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_nanos() as i128;
+        let nanos = |s: i64, ns: i64| i128::from(s) * 1_000_000_000 + i128::from(ns);
+        let mut h = blake3::Hasher::new();
+        let mut folders = std::collections::BTreeSet::new();
+        for rel in files {
+            let m = fs::symlink_metadata(out.join(rel)).ok()?;
+            let changed = nanos(m.ctime(), m.ctime_nsec());
+            let modified = nanos(m.mtime(), m.mtime_nsec());
+            if !m.is_file() || changed >= settled_ns || modified >= settled_ns {
+                return None;
             }
-            for folder in folders {
-                let m = fs::symlink_metadata(out.join(folder)).ok()?;
-                if !m.is_dir() {
-                    return None;
-                }
-                h.update(folder.as_bytes());
-                h.update(&[1]);
-                for n in [m.dev(), m.ino()] {
-                    h.update(&n.to_le_bytes());
-                }
+            h.update(rel.as_bytes());
+            h.update(&[0]);
+            for n in [m.dev(), m.ino(), m.len()] {
+                h.update(&n.to_le_bytes());
             }
-            Some(format!("b3:{}", h.finalize().to_hex()))
+            for t in [modified, changed] {
+                h.update(&t.to_le_bytes());
+            }
+            let mut at = rel;
+            while let Some((parent, _)) = at.rsplit_once('/') {
+                if !folders.insert(parent) {
+                    break;
+                }
+                at = parent;
+            }
         }
-        #[cfg(not(unix))]
-        {
-            let _ = (out, files.count(), now);
-            None
+        for folder in folders {
+            let m = fs::symlink_metadata(out.join(folder)).ok()?;
+            if !m.is_dir() {
+                return None;
+            }
+            h.update(folder.as_bytes());
+            h.update(&[1]);
+            for n in [m.dev(), m.ino()] {
+                h.update(&n.to_le_bytes());
+            }
         }
+        Some(format!("b3:{}", h.finalize().to_hex()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (out, files.count(), now);
+        None
     }
 }
 
@@ -492,7 +487,7 @@ mod tests {
     }
 
     fn seen_now(out: &Path, at: SystemTime) -> Option<String> {
-        Seen::of(out, ["a.txt", "sub/b.txt"].into_iter(), at)
+        stat_identity(out, ["a.txt", "sub/b.txt"].into_iter(), at)
     }
 
     #[test]
