@@ -105,7 +105,7 @@ fn parts(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Size of one text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Size {
     pub chars: usize,
     pub o200k: usize,
@@ -194,39 +194,7 @@ fn sizes_with(texts: &[&str], cl100k: bool, memo: Option<(&Memo, &str)>) -> Vec<
         .collect();
     jobs.sort_by_key(|&(i, o200k)| (std::cmp::Reverse(unique[i].len()), i, o200k));
     let counts = crate::compiler::parallel::map_in_order(&jobs, |&(i, o200k)| {
-        let count = |text: &str| {
-            let t = Tokens::get();
-            if o200k {
-                t.o200k(text)
-            } else {
-                t.cl100k(text)
-            }
-        };
-        let n = match memo {
-            Some((memo, version)) => {
-                let step = if o200k {
-                    "tokens.o200k"
-                } else {
-                    "tokens.cl100k"
-                };
-                let memo_count = |text: &str| -> usize {
-                    let n = memo.get_or_compute(step, text.as_bytes(), || count(text).to_string());
-                    // An entry that passed its check but is not a number is recomputed.
-                    n.parse().unwrap_or_else(|_| count(text))
-                };
-                // A help page carries the registry version, which every change changes, and a
-                // surface lists every tool: their parts are counted (and remembered) apart.
-                let (parts, stamps) = split_at_stamps(unique[i], version);
-                let stamped = if stamps > 0 {
-                    stamps * memo_count(version)
-                } else {
-                    0
-                };
-                stamped + parts.iter().map(|p| memo_count(p)).sum::<usize>()
-            }
-            None => count(unique[i]),
-        };
-        (i, o200k, n)
+        (i, o200k, count_tokens(unique[i], o200k, memo))
     });
     let mut sizes: Vec<Size> = unique
         .iter()
@@ -244,6 +212,67 @@ fn sizes_with(texts: &[&str], cl100k: bool, memo: Option<(&Memo, &str)>) -> Vec<
         }
     }
     slots.into_iter().map(|i| sizes[i]).collect()
+}
+
+/// `text`'s tokens in o200k (else cl100k), with the counts of its parts taken from `memo` and
+/// remembered there when one is given.
+fn count_tokens(text: &str, o200k: bool, memo: Option<(&Memo, &str)>) -> usize {
+    let count = |text: &str| {
+        let t = Tokens::get();
+        if o200k {
+            t.o200k(text)
+        } else {
+            t.cl100k(text)
+        }
+    };
+    let Some((memo, version)) = memo else {
+        return count(text);
+    };
+    let step = if o200k {
+        "tokens.o200k"
+    } else {
+        "tokens.cl100k"
+    };
+    let memo_count = |text: &str| -> usize {
+        let n = memo.get_or_compute(step, text.as_bytes(), || count(text).to_string());
+        // An entry that passed its check but is not a number is recomputed.
+        n.parse().unwrap_or_else(|_| count(text))
+    };
+    // A help page carries the registry version, which every change changes, and a surface
+    // lists every tool: their parts are counted (and remembered) apart.
+    let (parts, stamps) = split_at_stamps(text, version);
+    let stamped = if stamps > 0 {
+        stamps * memo_count(version)
+    } else {
+        0
+    };
+    stamped + parts.iter().map(|p| memo_count(p)).sum::<usize>()
+}
+
+/// Characters and o200k tokens of `count` texts that `make` writes on demand (help pages in
+/// their compact form): each is made, counted and dropped in its own job, the longest first by
+/// `len`, so the texts are never all held at once (47 MB at 10,000 ops).
+fn sizes_made(
+    len: &[usize],
+    make: impl Fn(usize) -> String + Sync,
+    memo: Option<(&Memo, &str)>,
+) -> Vec<Size> {
+    let mut jobs: Vec<usize> = (0..len.len()).collect();
+    jobs.sort_by_key(|&i| (std::cmp::Reverse(len[i]), i));
+    let mut sizes = vec![Size::default(); len.len()];
+    let counted = crate::compiler::parallel::map_in_order(&jobs, |&i| {
+        let text = make(i);
+        let size = Size {
+            chars: text.chars().count(),
+            o200k: count_tokens(&text, true, memo),
+            cl100k: 0,
+        };
+        (i, size)
+    });
+    for (i, size) in counted {
+        sizes[i] = size;
+    }
+    sizes
 }
 
 /// `text` cut where both BPE encodings' pre-tokenizers must cut too, so the token count of
@@ -322,13 +351,13 @@ pub fn build_memo(reg: &Registry, help: &PageTexts, memo: Option<&Memo>) -> Valu
     let sizes = sizes_with(&refs, true, memo);
     // Help pages: the report shows their characters and o200k tokens, so only those are counted
     // (a fleet catalog has thousands of pages; a second encoding doubled the report's cost).
-    let mut page_texts: Vec<String> = Vec::with_capacity(help.pages.len() * 2);
-    for page in help.pages.values() {
-        page_texts.push(compact_json(&page.short));
-        page_texts.push(compact_json(&page.full));
-    }
-    let page_refs: Vec<&str> = page_texts.iter().map(String::as_str).collect();
-    let page_sizes = sizes_with(&page_refs, false, memo);
+    let page_list: Vec<&str> = help
+        .pages
+        .values()
+        .flat_map(|page| [&page.short[..], &page.full[..]])
+        .collect();
+    let page_lens: Vec<usize> = page_list.iter().map(|p| p.len()).collect();
+    let page_sizes = sizes_made(&page_lens, |k| compact_json(page_list[k]), memo);
     let (full, gateway_size) = (sizes[0], sizes[1]);
     let profiles: serde_json::Map<String, Value> = profile_defs
         .iter()
