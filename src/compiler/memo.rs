@@ -169,6 +169,35 @@ impl Memo {
             .clone()
     }
 
+    /// `get_or_compute` with the input given in pieces, each length-prefixed in the key (so no
+    /// two lists of pieces read the same), hashed where they lie instead of copied into one.
+    pub fn get_or_compute_pieces(
+        &self,
+        step: &str,
+        pieces: &[&[u8]],
+        compute: impl FnOnce() -> String,
+    ) -> Arc<str> {
+        let mut h = blake3::Hasher::new_keyed(&self.salt);
+        h.update(step.as_bytes());
+        h.update(&[1]);
+        for piece in pieces {
+            h.update(&(piece.len() as u64).to_le_bytes());
+            h.update(piece);
+        }
+        let key = *h.finalize().as_bytes();
+        if let Some(v) = self.served(&key) {
+            return v;
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let value: Arc<str> = compute().into();
+        self.used
+            .lock()
+            .expect("memo lock")
+            .entry(key)
+            .or_insert(value)
+            .clone()
+    }
+
     /// `get_or_compute` for a text stamped with the registry version (every generated page
     /// carries it), so that one changed op does not make every other op's page new: the entry
     /// keeps the text with the version it was computed under, and a later build puts its own

@@ -228,16 +228,7 @@ fn count_tokens(text: &str, o200k: bool, memo: Option<(&Memo, &str)>) -> usize {
     let Some((memo, version)) = memo else {
         return count(text);
     };
-    let step = if o200k {
-        "tokens.o200k"
-    } else {
-        "tokens.cl100k"
-    };
-    let memo_count = |text: &str| -> usize {
-        let n = memo.get_or_compute(step, text.as_bytes(), || count(text).to_string());
-        // An entry that passed its check but is not a number is recomputed.
-        n.parse().unwrap_or_else(|_| count(text))
-    };
+    let memo_count = |text: &str| memo_tokens(memo, text, o200k);
     // A help page carries the registry version, which every change changes, and a surface
     // lists every tool: their parts are counted (and remembered) apart.
     let (parts, stamps) = split_at_stamps(text, version);
@@ -249,23 +240,50 @@ fn count_tokens(text: &str, o200k: bool, memo: Option<(&Memo, &str)>) -> usize {
     stamped + parts.iter().map(|p| memo_count(p)).sum::<usize>()
 }
 
-/// Characters and o200k tokens of `count` texts that `make` writes on demand (help pages in
-/// their compact form): each is made, counted and dropped in its own job, the longest first by
-/// `len`, so the texts are never all held at once (47 MB at 10,000 ops).
-fn sizes_made(
-    len: &[usize],
-    make: impl Fn(usize) -> String + Sync,
-    memo: Option<(&Memo, &str)>,
-) -> Vec<Size> {
-    let mut jobs: Vec<usize> = (0..len.len()).collect();
-    jobs.sort_by_key(|&i| (std::cmp::Reverse(len[i]), i));
-    let mut sizes = vec![Size::default(); len.len()];
+/// The memo step of a help page's size (see `page_size`).
+const PAGE_SIZE_STEP: &str = "report page size 1";
+
+/// `text`'s tokens in o200k (else cl100k) as `memo` remembers them, counted when it does not.
+fn memo_tokens(memo: &Memo, text: &str, o200k: bool) -> usize {
+    let count = || {
+        let t = Tokens::get();
+        if o200k {
+            t.o200k(text)
+        } else {
+            t.cl100k(text)
+        }
+    };
+    let step = if o200k {
+        "tokens.o200k"
+    } else {
+        "tokens.cl100k"
+    };
+    let n = memo.get_or_compute(step, text.as_bytes(), || count().to_string());
+    // An entry that passed its check but is not a number is recomputed.
+    n.parse().unwrap_or_else(|_| count())
+}
+
+/// Characters and o200k tokens of help pages, counted in their compact form: each page is
+/// compacted, counted and dropped in its own job, the longest first, so the compact texts are
+/// never all held at once (47 MB at 10,000 ops).
+fn page_sizes(pages: &[&str], memo: Option<(&Memo, &str)>) -> Vec<Size> {
+    let mut jobs: Vec<usize> = (0..pages.len()).collect();
+    jobs.sort_by_key(|&i| (std::cmp::Reverse(pages[i].len()), i));
+    let mut sizes = vec![Size::default(); pages.len()];
+    let version_tokens = memo.map_or(0, |(_, version)| Tokens::get().o200k(version));
     let counted = crate::compiler::parallel::map_in_order(&jobs, |&i| {
-        let text = make(i);
-        let size = Size {
-            chars: text.chars().count(),
-            o200k: count_tokens(&text, true, memo),
-            cl100k: 0,
+        let size = match memo {
+            Some((memo, version)) if is_hash_stamp(version) => {
+                page_size(pages[i], memo, version, version_tokens)
+            }
+            _ => {
+                let text = compact_json(pages[i]);
+                Size {
+                    chars: text.chars().count(),
+                    o200k: count_tokens(&text, true, memo),
+                    cl100k: 0,
+                }
+            }
         };
         (i, size)
     });
@@ -273,6 +291,57 @@ fn sizes_made(
         sizes[i] = size;
     }
     sizes
+}
+
+/// Whether `version` is a registry version as toolreg makes them: `b3:` and hex digits.
+fn is_hash_stamp(version: &str) -> bool {
+    version
+        .strip_prefix("b3:")
+        .is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The size of one help page (pretty JSON) in its compact form, remembered by the page's text
+/// around its stamps: an incremental build finds every page whose only change is the registry
+/// version without compacting or cutting it again. The entry holds what does not depend on the
+/// version (the characters and tokens of the text around the stamps, and how many stamps it
+/// has); the version's own characters and tokens are added back. Sound because a version is
+/// `b3:` and hex digits of one length (`is_hash_stamp`; the length is in the key): compacting
+/// never touches a string's content, and whether `split_at_stamps` cuts a stamp out depends
+/// only on the bytes around it and on its first byte. A page with a stamp that cannot be cut
+/// out is counted afresh every time (its entry says so).
+fn page_size(pretty: &str, memo: &Memo, version: &str, version_tokens: usize) -> Size {
+    let whole = || {
+        let text = compact_json(pretty);
+        Size {
+            chars: text.chars().count(),
+            o200k: count_tokens(&text, true, Some((memo, version))),
+            cl100k: 0,
+        }
+    };
+    let length = (version.len() as u64).to_le_bytes();
+    let mut pieces: Vec<&[u8]> = vec![&length];
+    pieces.extend(pretty.split(version).map(str::as_bytes));
+    let entry = memo.get_or_compute_pieces(PAGE_SIZE_STEP, &pieces, || {
+        let text = compact_json(pretty);
+        let stamps = text.matches(version).count();
+        let (parts, cut) = split_at_stamps(&text, version);
+        if cut != stamps {
+            return "uncut".into();
+        }
+        let chars = text.chars().count() - stamps * version.chars().count();
+        let tokens: usize = parts.iter().map(|p| memo_tokens(memo, p, true)).sum();
+        format!("{chars} {stamps} {tokens}")
+    });
+    let numbers: Vec<usize> = entry.split(' ').map_while(|n| n.parse().ok()).collect();
+    match numbers.as_slice() {
+        &[chars, stamps, tokens] => Size {
+            chars: chars + stamps * version.chars().count(),
+            o200k: tokens + stamps * version_tokens,
+            cl100k: 0,
+        },
+        // "uncut", or an entry that passed its check but is not this step's.
+        _ => whole(),
+    }
 }
 
 /// `text` cut where both BPE encodings' pre-tokenizers must cut too, so the token count of
@@ -356,8 +425,7 @@ pub fn build_memo(reg: &Registry, help: &PageTexts, memo: Option<&Memo>) -> Valu
         .values()
         .flat_map(|page| [&page.short[..], &page.full[..]])
         .collect();
-    let page_lens: Vec<usize> = page_list.iter().map(|p| p.len()).collect();
-    let page_sizes = sizes_made(&page_lens, |k| compact_json(page_list[k]), memo);
+    let page_sizes = page_sizes(&page_list, memo);
     let (full, gateway_size) = (sizes[0], sizes[1]);
     let profiles: serde_json::Map<String, Value> = profile_defs
         .iter()
