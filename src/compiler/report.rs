@@ -677,6 +677,45 @@ fn stat_row(label: &str, s: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// A page's size served from the memo under another registry version is the size counted
+    /// afresh: for a stamp cut out (quoted), two stamps, a stamp glued to a word (never cut
+    /// out), and a page without one. A saved memo serves the same sizes in a later build.
+    #[test]
+    fn a_page_size_served_under_another_version_is_the_size_counted_afresh() {
+        let pages = |v: &str| {
+            [
+                format!("{{\n  \"path\": \"a.b\",\n  \"registry_version\": \"{v}\"\n}}"),
+                format!("{{\n  \"a\": \"{v}\",\n  \"note\": \"see ({v}) and\"\n}}"),
+                format!("{{\n  \"glued\": \"x{v}y\"\n}}"),
+                "{\n  \"plain\": [\n    1,\n    2\n  ]\n}".to_string(),
+            ]
+        };
+        let fresh = |pretty: &str| {
+            let text = compact_json(pretty);
+            (text.chars().count(), Tokens::get().o200k(&text))
+        };
+        let memo = Memo::new("test");
+        let first = "b3:0123456789abcdef";
+        for version in [first, "b3:fedcba9876543210", "b3:99999999aaaaaaaa"] {
+            let tokens = Tokens::get().o200k(version);
+            for pretty in pages(version) {
+                let size = page_size(&pretty, &memo, version, tokens);
+                assert_eq!((size.chars, size.o200k), fresh(&pretty), "{pretty}");
+            }
+        }
+        // Three of the four pages were served to the later versions, the glued one never.
+        let stats = memo.stats();
+        assert!(stats.repeats >= 6, "{stats:?}");
+        let later = Memo::read("test", &memo.to_bytes());
+        let version = "b3:abababab12121212";
+        for pretty in pages(version) {
+            let size = page_size(&pretty, &later, version, Tokens::get().o200k(version));
+            assert_eq!((size.chars, size.o200k), fresh(&pretty), "{pretty}");
+        }
+        assert!(later.stats().hits >= 3, "{:?}", later.stats());
+        assert!(is_hash_stamp(first) && !is_hash_stamp("b3:") && !is_hash_stamp("v1:00"));
+    }
+
     /// Parts put back together are the text; cuts fall only before a letter after two
     /// punctuation bytes.
     #[test]
