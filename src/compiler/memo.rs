@@ -155,7 +155,11 @@ impl Memo {
         input: &[u8],
         compute: impl FnOnce() -> String,
     ) -> Arc<str> {
-        let key = self.key(step, input);
+        self.get_or_compute_key(self.key(step, input), compute)
+    }
+
+    /// The value under `key`: served, or `compute`d and remembered.
+    fn get_or_compute_key(&self, key: Key, compute: impl FnOnce() -> String) -> Arc<str> {
         if let Some(v) = self.served(&key) {
             return v;
         }
@@ -184,18 +188,7 @@ impl Memo {
             h.update(&(piece.len() as u64).to_le_bytes());
             h.update(piece);
         }
-        let key = *h.finalize().as_bytes();
-        if let Some(v) = self.served(&key) {
-            return v;
-        }
-        self.misses.fetch_add(1, Ordering::Relaxed);
-        let value: Arc<str> = compute().into();
-        self.used
-            .lock()
-            .expect("memo lock")
-            .entry(key)
-            .or_insert(value)
-            .clone()
+        self.get_or_compute_key(*h.finalize().as_bytes(), compute)
     }
 
     /// `get_or_compute` for a text stamped with the registry version (every generated page

@@ -31,6 +31,7 @@ pub mod report;
 pub mod source;
 pub mod stamp;
 pub mod surfaces;
+pub mod tokens;
 mod tool_texts;
 
 use crate::diag::{self, Diagnostic, Diagnostics, Severity};

@@ -4,8 +4,8 @@
 //! many o200k tokens lie after the first changed byte. Surfaces are regenerated from each IR with
 //! the same pure functions the emitters use, so any registry file can be compared.
 
-use crate::compiler::report::Tokens;
 use crate::compiler::surfaces::{self, ToolDef};
+use crate::compiler::tokens::Tokens;
 use crate::emit::help as help_emit;
 use crate::registry::Registry;
 use serde::Serialize;

@@ -21,7 +21,7 @@ pub(super) fn fits(page: &Value) -> bool {
         return true;
     }
     let text = compact(page);
-    crate::compiler::report::Tokens::get().o200k(&text) <= PAGE_TOKENS
+    crate::compiler::tokens::Tokens::get().o200k(&text) <= PAGE_TOKENS
 }
 
 pub(super) fn compact(v: &Value) -> String {
@@ -29,7 +29,7 @@ pub(super) fn compact(v: &Value) -> String {
 }
 
 fn o200k(v: &Value) -> usize {
-    crate::compiler::report::Tokens::get().o200k(&compact(v))
+    crate::compiler::tokens::Tokens::get().o200k(&compact(v))
 }
 
 /// Splits a page over `PAGE_TOKENS` along its listings (`lists`, in order: the root's groups, a

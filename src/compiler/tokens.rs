@@ -1,0 +1,416 @@
+//! Token counts, exact as tiktoken counts them (GitHub's bpe-openai: o200k_base and
+//! cl100k_base), for the size report and the help pages' budgets: each text is cut where both
+//! encodings' pre-tokenizers must cut, so a part counted once (a key, a repeated description)
+//! costs a hash after, and an incremental build takes what an earlier one counted from the memo.
+
+use crate::compiler::memo::{Bounded, Memo};
+use crate::model::help::compact_json;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// Token counters for the two encodings (bpe-openai loads each vocabulary once per process).
+pub struct Tokens;
+
+impl Tokens {
+    pub fn get() -> &'static Tokens {
+        &Tokens
+    }
+
+    pub fn o200k(&self, text: &str) -> usize {
+        thread_local!(static COUNTS: RefCell<PieceCounts> = RefCell::new(PieceCounts::new()));
+        COUNTS.with(|p| p.borrow_mut().count(bpe_openai::o200k_base(), text))
+    }
+
+    pub fn cl100k(&self, text: &str) -> usize {
+        thread_local!(static COUNTS: RefCell<PieceCounts> = RefCell::new(PieceCounts::new()));
+        COUNTS.with(|p| p.borrow_mut().count(bpe_openai::cl100k_base(), text))
+    }
+}
+
+/// Token counts remembered per thread and encoding, at two grains. A text is cut where both
+/// encodings' pre-tokenizers must cut too (see [`cuttable`]: in compact JSON, before nearly
+/// every key and string value), so its count is the sum of its parts'; a part seen before (a
+/// key, an argument's description repeated by every op that shares the argument) costs a hash.
+/// A new part is cut into pre-tokens, each encoded on its own, and those are remembered too.
+/// Counts stay exact: `tests/token_counts.rs` compares every report text of the repo's catalogs
+/// with tiktoken.
+struct PieceCounts {
+    parts: Bounded<usize>,
+    pieces: Bounded<usize>,
+}
+
+impl PieceCounts {
+    fn new() -> PieceCounts {
+        PieceCounts {
+            parts: Bounded::new(16 << 10, 32 << 20),
+            pieces: Bounded::new(48, 8 << 20),
+        }
+    }
+
+    fn count(&mut self, tokenizer: &bpe_openai::Tokenizer, text: &str) -> usize {
+        let pieces = &mut self.pieces;
+        parts(text)
+            .map(|part| {
+                self.parts.get_or(part, || {
+                    let part = tokenizer.normalize(part);
+                    tokenizer
+                        .split(part.as_str())
+                        .map(|piece| pieces.get_or(piece, || tokenizer.bpe.count(piece.as_bytes())))
+                        .sum()
+                })
+            })
+            .sum()
+    }
+}
+
+/// Whether both encodings' pre-tokenizers must cut `bytes` at `at`: before an ASCII letter
+/// whose two preceding bytes are ASCII punctuation. Such a run of punctuation is one pre-token
+/// that ends where the run does (no letter, digit or contraction pattern can start inside it),
+/// and the next pre-token starts at the letter whether or not the text before it is there.
+fn cuttable(bytes: &[u8], at: usize) -> bool {
+    at >= 2
+        && bytes.get(at).is_some_and(u8::is_ascii_alphabetic)
+        && bytes[at - 1].is_ascii_punctuation()
+        && bytes[at - 2].is_ascii_punctuation()
+}
+
+/// `text` cut at every place both pre-tokenizers must cut ([`cuttable`]).
+fn parts(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut at = 2;
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        while at < bytes.len() {
+            let cut = at;
+            at += 1;
+            if cut > start && cuttable(bytes, cut) {
+                let part = &text[start..cut];
+                start = cut;
+                return Some(part);
+            }
+        }
+        let part = &text[start..];
+        start = bytes.len();
+        Some(part)
+    })
+}
+
+/// Size of one text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Size {
+    pub chars: usize,
+    pub o200k: usize,
+    pub cl100k: usize,
+}
+
+impl Size {
+    pub fn of(text: &str) -> Size {
+        let t = Tokens::get();
+        Size {
+            chars: text.chars().count(),
+            o200k: t.o200k(text),
+            cl100k: t.cl100k(text),
+        }
+    }
+
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::json!({"chars": self.chars, "o200k": self.o200k, "cl100k": self.cl100k})
+    }
+}
+
+/// Sizes of many texts: each distinct text counted once, with both encodings, on every core.
+/// The biggest jobs go first, so one huge text (the full catalog) does not finish last alone.
+pub fn sizes_of(texts: &[&str]) -> Vec<Size> {
+    sizes_with(texts, true, None)
+}
+
+/// `sizes_of`, counting cl100k too only when `cl100k` (else it is 0), and taking counts an
+/// earlier build made of the same text from `memo`.
+pub(crate) fn sizes_with(texts: &[&str], cl100k: bool, memo: Option<(&Memo, &str)>) -> Vec<Size> {
+    let mut distinct: HashMap<&str, usize> = HashMap::new();
+    let mut unique: Vec<&str> = Vec::new();
+    let slots: Vec<usize> = texts
+        .iter()
+        .map(|t| {
+            *distinct.entry(t).or_insert_with(|| {
+                unique.push(t);
+                unique.len() - 1
+            })
+        })
+        .collect();
+    // One job per (text, encoding), largest first.
+    let mut jobs: Vec<(usize, bool)> = (0..unique.len())
+        .flat_map(|i| [(i, true), (i, false)])
+        .filter(|&(_, o200k)| o200k || cl100k)
+        .collect();
+    jobs.sort_by_key(|&(i, o200k)| (std::cmp::Reverse(unique[i].len()), i, o200k));
+    let counts = crate::compiler::parallel::map_in_order(&jobs, |&(i, o200k)| {
+        (i, o200k, count_tokens(unique[i], o200k, memo))
+    });
+    let mut sizes: Vec<Size> = unique
+        .iter()
+        .map(|t| Size {
+            chars: t.chars().count(),
+            o200k: 0,
+            cl100k: 0,
+        })
+        .collect();
+    for (i, o200k, n) in counts {
+        if o200k {
+            sizes[i].o200k = n;
+        } else {
+            sizes[i].cl100k = n;
+        }
+    }
+    slots.into_iter().map(|i| sizes[i]).collect()
+}
+
+/// `text`'s tokens in o200k (else cl100k), with the counts of its parts taken from `memo` and
+/// remembered there when one is given.
+fn count_tokens(text: &str, o200k: bool, memo: Option<(&Memo, &str)>) -> usize {
+    let count = |text: &str| {
+        let t = Tokens::get();
+        if o200k {
+            t.o200k(text)
+        } else {
+            t.cl100k(text)
+        }
+    };
+    let Some((memo, version)) = memo else {
+        return count(text);
+    };
+    let memo_count = |text: &str| memo_tokens(memo, text, o200k);
+    // A help page carries the registry version, which every change changes, and a surface
+    // lists every tool: their parts are counted (and remembered) apart.
+    let (parts, stamps) = split_at_stamps(text, version);
+    let stamped = if stamps > 0 {
+        stamps * memo_count(version)
+    } else {
+        0
+    };
+    stamped + parts.iter().map(|p| memo_count(p)).sum::<usize>()
+}
+
+/// The memo step of a help page's size (see `page_size`).
+const PAGE_SIZE_STEP: &str = "report page size 1";
+
+/// `text`'s tokens in o200k (else cl100k) as `memo` remembers them, counted when it does not.
+fn memo_tokens(memo: &Memo, text: &str, o200k: bool) -> usize {
+    let count = || {
+        let t = Tokens::get();
+        if o200k {
+            t.o200k(text)
+        } else {
+            t.cl100k(text)
+        }
+    };
+    let step = if o200k {
+        "tokens.o200k"
+    } else {
+        "tokens.cl100k"
+    };
+    let n = memo.get_or_compute(step, text.as_bytes(), || count().to_string());
+    // An entry that passed its check but is not a number is recomputed.
+    n.parse().unwrap_or_else(|_| count())
+}
+
+/// Characters and o200k tokens of help pages, counted in their compact form: each page is
+/// compacted, counted and dropped in its own job, the longest first, so the compact texts are
+/// never all held at once (47 MB at 10,000 ops).
+pub(crate) fn page_sizes(pages: &[&str], memo: Option<(&Memo, &str)>) -> Vec<Size> {
+    let mut jobs: Vec<usize> = (0..pages.len()).collect();
+    jobs.sort_by_key(|&i| (std::cmp::Reverse(pages[i].len()), i));
+    let mut sizes = vec![Size::default(); pages.len()];
+    let version_tokens = memo.map_or(0, |(_, version)| Tokens::get().o200k(version));
+    let counted = crate::compiler::parallel::map_in_order(&jobs, |&i| {
+        let size = match memo {
+            Some((memo, version)) if is_hash_stamp(version) => {
+                page_size(pages[i], memo, version, version_tokens)
+            }
+            _ => {
+                let text = compact_json(pages[i]);
+                Size {
+                    chars: text.chars().count(),
+                    o200k: count_tokens(&text, true, memo),
+                    cl100k: 0,
+                }
+            }
+        };
+        (i, size)
+    });
+    for (i, size) in counted {
+        sizes[i] = size;
+    }
+    sizes
+}
+
+/// Whether `version` is a registry version as toolreg makes them: `b3:` and hex digits.
+fn is_hash_stamp(version: &str) -> bool {
+    version
+        .strip_prefix("b3:")
+        .is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The size of one help page (pretty JSON) in its compact form, remembered by the page's text
+/// around its stamps: an incremental build finds every page whose only change is the registry
+/// version without compacting or cutting it again. The entry holds what does not depend on the
+/// version (the characters and tokens of the text around the stamps, and how many stamps it
+/// has); the version's own characters and tokens are added back. Sound because a version is
+/// `b3:` and hex digits of one length (`is_hash_stamp`; the length is in the key): compacting
+/// never touches a string's content, and whether `split_at_stamps` cuts a stamp out depends
+/// only on the bytes around it and on its first byte. A page with a stamp that cannot be cut
+/// out is counted afresh every time (its entry says so).
+fn page_size(pretty: &str, memo: &Memo, version: &str, version_tokens: usize) -> Size {
+    let whole = || {
+        let text = compact_json(pretty);
+        Size {
+            chars: text.chars().count(),
+            o200k: count_tokens(&text, true, Some((memo, version))),
+            cl100k: 0,
+        }
+    };
+    let length = (version.len() as u64).to_le_bytes();
+    let mut pieces: Vec<&[u8]> = vec![&length];
+    pieces.extend(pretty.split(version).map(str::as_bytes));
+    let entry = memo.get_or_compute_pieces(PAGE_SIZE_STEP, &pieces, || {
+        let text = compact_json(pretty);
+        let stamps = text.matches(version).count();
+        let (parts, cut) = split_at_stamps(&text, version);
+        if cut != stamps {
+            return "uncut".into();
+        }
+        let chars = text.chars().count() - stamps * version.chars().count();
+        let tokens: usize = parts.iter().map(|p| memo_tokens(memo, p, true)).sum();
+        format!("{chars} {stamps} {tokens}")
+    });
+    let numbers: Vec<usize> = entry.split(' ').map_while(|n| n.parse().ok()).collect();
+    match numbers.as_slice() {
+        &[chars, stamps, tokens] => Size {
+            chars: chars + stamps * version.chars().count(),
+            o200k: tokens + stamps * version_tokens,
+            cl100k: 0,
+        },
+        // "uncut", or an entry that passed its check but is not this step's.
+        _ => whole(),
+    }
+}
+
+/// `text` cut where both BPE encodings' pre-tokenizers must cut too, so the token count of
+/// `text` is the sum of its parts' counts and the stamps'. Incremental builds count (and
+/// remember) each part apart: a page whose only change is the registry version, or a surface
+/// where one tool changed, is not counted again.
+///
+/// Cuts are made only where `cuttable` holds: around each `stamp` (a registry
+/// version, `b3:` and hex digits) in that position and followed by neither a letter, a digit
+/// nor `'`, and before the next tool of a tool list (after `},{"`). Returns the parts and the
+/// number of stamps cut out. `tests/token_counts.rs` proves the sums against tiktoken on the
+/// repo's catalogs.
+pub fn split_at_stamps<'t>(text: &'t str, stamp: &str) -> (Vec<&'t str>, usize) {
+    let bytes = text.as_bytes();
+    let can_cut = |at: usize| cuttable(bytes, at);
+    let sound = stamp.starts_with(|c: char| c.is_ascii_alphabetic())
+        && stamp
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b':');
+    // (start, end) of each stamp cut out, in order.
+    let mut stamps: Vec<(usize, usize)> = Vec::new();
+    if sound {
+        for (at, _) in text.match_indices(stamp) {
+            let end = at + stamp.len();
+            let after = bytes
+                .get(end)
+                .is_none_or(|&b| !b.is_ascii_alphanumeric() && b != b'\'' && b < 0x80);
+            if can_cut(at) && after && stamps.last().is_none_or(|&(_, e)| at >= e) {
+                stamps.push((at, end));
+            }
+        }
+    }
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let cut_tools = |from: usize, to: usize, parts: &mut Vec<&'t str>| {
+        let mut begin = from;
+        for (at, _) in text[from..to].match_indices("},{\"") {
+            let cut = from + at + 4;
+            if cut < to && can_cut(cut) {
+                parts.push(&text[begin..cut]);
+                begin = cut;
+            }
+        }
+        parts.push(&text[begin..to]);
+    };
+    for &(at, end) in &stamps {
+        cut_tools(start, at, &mut parts);
+        start = end;
+    }
+    cut_tools(start, text.len(), &mut parts);
+    (parts, stamps.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page's size served from the memo under another registry version is the size counted
+    /// afresh: for a stamp cut out (quoted), two stamps, a stamp glued to a word (never cut
+    /// out), and a page without one. A saved memo serves the same sizes in a later build.
+    #[test]
+    fn a_page_size_served_under_another_version_is_the_size_counted_afresh() {
+        let pages = |v: &str| {
+            [
+                format!("{{\n  \"path\": \"a.b\",\n  \"registry_version\": \"{v}\"\n}}"),
+                format!("{{\n  \"a\": \"{v}\",\n  \"note\": \"see ({v}) and\"\n}}"),
+                format!("{{\n  \"glued\": \"x{v}y\"\n}}"),
+                "{\n  \"plain\": [\n    1,\n    2\n  ]\n}".to_string(),
+            ]
+        };
+        let fresh = |pretty: &str| {
+            let text = compact_json(pretty);
+            (text.chars().count(), Tokens::get().o200k(&text))
+        };
+        let memo = Memo::new("test");
+        let first = "b3:0123456789abcdef";
+        for version in [first, "b3:fedcba9876543210", "b3:99999999aaaaaaaa"] {
+            let tokens = Tokens::get().o200k(version);
+            for pretty in pages(version) {
+                let size = page_size(&pretty, &memo, version, tokens);
+                assert_eq!((size.chars, size.o200k), fresh(&pretty), "{pretty}");
+            }
+        }
+        // Three of the four pages were served to the later versions, the glued one never.
+        let stats = memo.stats();
+        assert!(stats.repeats >= 6, "{stats:?}");
+        let later = Memo::read("test", &memo.to_bytes());
+        let version = "b3:abababab12121212";
+        for pretty in pages(version) {
+            let size = page_size(&pretty, &later, version, Tokens::get().o200k(version));
+            assert_eq!((size.chars, size.o200k), fresh(&pretty), "{pretty}");
+        }
+        assert!(later.stats().hits >= 3, "{:?}", later.stats());
+        assert!(is_hash_stamp(first) && !is_hash_stamp("b3:") && !is_hash_stamp("v1:00"));
+    }
+
+    /// Parts put back together are the text; cuts fall only before a letter after two
+    /// punctuation bytes.
+    #[test]
+    fn parts_cut_before_letters_after_punctuation() {
+        let text = r#"{"name":"x","a b":[1,"ok"],"é":"Zz"}"#;
+        let got: Vec<&str> = parts(text).collect();
+        assert_eq!(got.concat(), text);
+        assert_eq!(
+            got,
+            [
+                r#"{""#,
+                r#"name":""#,
+                r#"x",""#,
+                r#"a b":[1,""#,
+                r#"ok"],"é":""#,
+                r#"Zz"}"#
+            ]
+        );
+        assert_eq!(parts("").count(), 0);
+        assert_eq!(parts("a").collect::<Vec<_>>(), ["a"]);
+    }
+}
