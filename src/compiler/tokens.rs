@@ -25,6 +25,15 @@ impl Tokens {
         thread_local!(static COUNTS: RefCell<PieceCounts> = RefCell::new(PieceCounts::new()));
         COUNTS.with(|p| p.borrow_mut().count(bpe_openai::cl100k_base(), text))
     }
+
+    /// `text`'s tokens in o200k, else cl100k.
+    fn count(&self, text: &str, o200k: bool) -> usize {
+        if o200k {
+            self.o200k(text)
+        } else {
+            self.cl100k(text)
+        }
+    }
 }
 
 /// Token counts remembered per thread and encoding, at two grains. A text is cut where both
@@ -171,16 +180,8 @@ pub(crate) fn sizes_with(texts: &[&str], cl100k: bool, memo: Option<(&Memo, &str
 /// `text`'s tokens in o200k (else cl100k), with the counts of its parts taken from `memo` and
 /// remembered there when one is given.
 fn count_tokens(text: &str, o200k: bool, memo: Option<(&Memo, &str)>) -> usize {
-    let count = |text: &str| {
-        let t = Tokens::get();
-        if o200k {
-            t.o200k(text)
-        } else {
-            t.cl100k(text)
-        }
-    };
     let Some((memo, version)) = memo else {
-        return count(text);
+        return Tokens::get().count(text, o200k);
     };
     let memo_count = |text: &str| memo_tokens(memo, text, o200k);
     // A help page carries the registry version, which every change changes, and a surface
@@ -194,19 +195,9 @@ fn count_tokens(text: &str, o200k: bool, memo: Option<(&Memo, &str)>) -> usize {
     stamped + parts.iter().map(|p| memo_count(p)).sum::<usize>()
 }
 
-/// The memo step of a help page's size (see `page_size`).
-const PAGE_SIZE_STEP: &str = "report page size 1";
-
 /// `text`'s tokens in o200k (else cl100k) as `memo` remembers them, counted when it does not.
 fn memo_tokens(memo: &Memo, text: &str, o200k: bool) -> usize {
-    let count = || {
-        let t = Tokens::get();
-        if o200k {
-            t.o200k(text)
-        } else {
-            t.cl100k(text)
-        }
-    };
+    let count = || Tokens::get().count(text, o200k);
     let step = if o200k {
         "tokens.o200k"
     } else {
@@ -253,6 +244,9 @@ fn is_hash_stamp(version: &str) -> bool {
         .strip_prefix("b3:")
         .is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
+
+/// The memo step of a help page's size (see `page_size`).
+const PAGE_SIZE_STEP: &str = "report page size 1";
 
 /// The size of one help page (pretty JSON) in its compact form, remembered by the page's text
 /// around its stamps: an incremental build finds every page whose only change is the registry

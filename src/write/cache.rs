@@ -10,7 +10,8 @@
 //!   folder's manifest lists still hashes to what was written, the build is already done: the
 //!   CLI says what it said then and writes nothing. Once a no-change build has read every file
 //!   and found it as written, the record also keeps a digest of the files' stat identity
-//!   ([`stat_identity`]); while that digest holds, the next no-change build reads no file at all.
+//!   ([`stat_identity`]); while that digest holds, the next no-change build reads no file at
+//!   all.
 //!
 //! Nothing here is trusted without its digest: the record only answers for the exact
 //! fingerprint and manifest it names, and the memo checks each entry (see [`Memo`]). A cache
@@ -70,9 +71,9 @@ pub struct BuildRecord {
     pub files: usize,
     /// The quarantine line, if any.
     pub quarantined: Option<String>,
-    /// The stat identity of the files the manifest lists ([`stat_identity`]), taken before a no-change
-    /// build read every one of them and found it as written. Absent in a build's own record
-    /// (the files are too fresh for their times to tell an edit: see [`SETTLED`]).
+    /// The stat identity of the files the manifest lists ([`stat_identity`]), taken before a
+    /// no-change build read every one of them and found it as written. Absent in a build's own
+    /// record (the files are too fresh for their times to tell an edit: see [`SETTLED`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<String>,
 }
@@ -287,8 +288,8 @@ fn tree(h: &mut blake3::Hasher, root: &Path, contents: bool, definitions: bool) 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutputState {
     /// Exactly the build the record describes. `seen`: the files' stat identity, when they are
-    /// old enough for it to tell the next edit ([`stat_identity`]); the record should keep it. `read`:
-    /// whether the files were read to know it (false: the record's identity held).
+    /// old enough for it to tell the next edit ([`stat_identity`]); the record should keep it.
+    /// `read`: whether the files were read to know it (false: the record's identity held).
     AsWritten { seen: Option<String>, read: bool },
     /// Anything else: the build must run.
     Changed,

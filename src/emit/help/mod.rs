@@ -74,7 +74,8 @@ pub fn render_texts(doc: &PageTexts) -> String {
 }
 
 /// The length of [`render_texts`]'s output, to the byte: each page's lines after the first
-/// gain six spaces of indentation (`texts_render_as_values_do` checks the sum on every repo catalog).
+/// gain six spaces of indentation (`texts_render_as_values_do` checks the sum on every repo
+/// catalog).
 fn rendered_len(doc: &PageTexts) -> usize {
     let json_len = |s: &str| serde_json::to_string(s).map_or(0, |j| j.len());
     let page_len = |text: &str| text.len() + 6 * text.bytes().filter(|b| *b == b'\n').count();
