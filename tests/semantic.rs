@@ -671,3 +671,25 @@ fn a_sentence_transformer_from_pypi_finds_what_people_mean() {
         "{strong_out} {none_out}"
     );
 }
+
+/// A text's vector does not depend on the texts embedded with it: `Folder` embeds texts of one
+/// token count in one pass (which texts share one: its unit test), and each comes out bit for
+/// bit as when embedded alone (so `eval`, which embeds a file's queries a batch ahead, measures
+/// what `serve` answers one query at a time).
+#[test]
+fn a_batch_embeds_each_text_as_it_would_alone() {
+    let model = all_minilm_l6();
+    let folder = semantic::Folder::load(&model).unwrap();
+    let read = std::fs::read_to_string(common::repo().join("tests/eval/metatool/dev.jsonl"));
+    let queries = toolreg::runtime::eval::queries(&read.unwrap()).unwrap();
+    let mut texts: Vec<&str> = queries.iter().take(200).map(String::as_str).collect();
+    // Also a text past the model's 256 tokens (cut there), a one-word one and a repeat.
+    let long = "book a table for four at an italian place near the office tonight ".repeat(80);
+    texts.extend([long.as_str(), "weather", texts[0]]);
+    let batched = folder.embed(&texts).unwrap();
+    assert_eq!(batched.len(), texts.len());
+    for (t, v) in texts.iter().zip(&batched) {
+        let alone = folder.embed(&[t]).unwrap().pop().unwrap();
+        assert_eq!(&alone, v, "{t}");
+    }
+}

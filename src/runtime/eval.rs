@@ -119,7 +119,9 @@ pub fn run_ranked(
     let reg = gw.registry();
     let depth = ks.iter().copied().chain([10]).max().unwrap_or(10);
     let mut outcomes = Vec::new();
-    for (i, l) in lines(jsonl)? {
+    let all = lines(jsonl)?;
+    for (n, (i, l)) in all.iter().enumerate() {
+        warm_ahead(gw, &all, n);
         if l.expected.is_empty() {
             return Err(format!(
                 "line {i}: no `expected` ops (queries no op serves go in the --out-of-scope file)"
@@ -154,12 +156,12 @@ pub fn run_ranked(
             .collect();
         let (fit, coverage) = gw.assess(&l.query);
         outcomes.push(Outcome {
-            query: l.query,
-            expected: l.expected,
+            query: l.query.clone(),
+            expected: l.expected.clone(),
             rank: ranks.first().copied(),
             ranks,
             top: ranked,
-            tier: l.tier,
+            tier: l.tier.clone(),
             fit,
             coverage,
         });
@@ -242,14 +244,16 @@ fn figures(outcomes: &[&Outcome], ks: &[usize]) -> Map<String, Value> {
 /// answer says nothing fits: higher is better), and each query's answer.
 pub fn out_of_scope(gw: &Gateway, jsonl: &str) -> Result<Value, String> {
     let mut answers = Vec::new();
-    for (i, l) in lines(jsonl)? {
+    let all = lines(jsonl)?;
+    for (n, (i, l)) in all.iter().enumerate() {
+        warm_ahead(gw, &all, n);
         if !l.expected.is_empty() {
             return Err(format!(
                 "line {i}: an out-of-scope query names expected ops; it belongs in --queries"
             ));
         }
         let (fit, coverage) = gw.assess(&l.query);
-        answers.push((l.query, fit, coverage));
+        answers.push((l.query.clone(), fit, coverage));
     }
     if answers.is_empty() {
         return Err("no queries".into());
@@ -289,10 +293,29 @@ pub fn calibrate(gw: &Gateway, in_scope: &str, out_of_scope: &str) -> Result<Val
 /// `gw` decides it: hybrid (cosine plus half the coverage) when a model is fused, else lexical
 /// (coverage). Exact names and queries no op matched are left out: their `match` is fixed.
 pub fn match_signals(gw: &Gateway, jsonl: &str) -> Result<Vec<f64>, String> {
-    Ok(lines(jsonl)?
-        .into_iter()
-        .filter_map(|(_, l)| match_signal(gw, &l.query))
+    let all = lines(jsonl)?;
+    Ok((0..all.len())
+        .filter_map(|n| {
+            warm_ahead(gw, &all, n);
+            match_signal(gw, &all[n].1.query)
+        })
         .collect())
+}
+
+/// How many queries eval embeds in one batch ahead of searching them, when a model is fused:
+/// half what the gateway's query cache keeps (1,024), so none is dropped before its search.
+const WARM: usize = 512;
+
+/// Before the `n`th line, once every [`WARM`]: the next queries embedded in one batch.
+fn warm_ahead(gw: &Gateway, all: &[(usize, Line)], n: usize) {
+    if n.is_multiple_of(WARM) && gw.has_hybrid() {
+        let next: Vec<&str> = all[n..]
+            .iter()
+            .take(WARM)
+            .map(|(_, l)| l.query.as_str())
+            .collect();
+        gw.warm_queries(&next);
+    }
 }
 
 /// The queries of eval's JSON lines (`expected` may be absent), in order.

@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 /// chosen on the dev sets (docs/guide.md, semantic search), never on the held-out split.
 pub const DEFAULT_WEIGHT: f64 = 0.4;
 
-/// Query embeddings kept.
-const CACHE: usize = 256;
+/// Query embeddings kept: 1.5 MiB of vectors at 384 dimensions. Also how many queries `eval`
+/// embeds in one batch ahead of searching them (see [`Hybrid::warm`]).
+const CACHE: usize = 1024;
 
 pub struct Hybrid {
     encoder: Arc<dyn Encoder>,
@@ -106,6 +107,33 @@ impl Hybrid {
     /// Whether the encoder is the bundled one (search's hybrid `match` floors are its).
     pub fn is_bundled(&self) -> bool {
         self.encoder.identity().name.starts_with("pocket-encoder/")
+    }
+
+    /// Embeds the queries not cached yet in one call and caches them, so searching them next
+    /// reads their vectors (an encoder embeds many texts at once far faster than one by one).
+    /// At most the cache's size are kept; a batch that cannot be embedded is left to search,
+    /// which embeds each query alone as it always does.
+    pub fn warm(&self, queries: &[&str]) {
+        let Ok(cache) = self.cache.lock() else {
+            return;
+        };
+        let mut missing: Vec<&str> = queries
+            .iter()
+            .map(|q| q.trim())
+            .filter(|q| !q.is_empty() && !cache.contains(*q))
+            .collect();
+        drop(cache);
+        missing.sort_unstable();
+        missing.dedup();
+        missing.truncate(CACHE);
+        let Ok(vectors) = self.encoder.embed(&missing) else {
+            return;
+        };
+        if let Ok(mut cache) = self.cache.lock() {
+            for (q, v) in missing.into_iter().zip(vectors) {
+                cache.put(q.to_string(), Arc::new(v));
+            }
+        }
     }
 
     /// The query's cosine to every op, in registry order; `None` when the query cannot be

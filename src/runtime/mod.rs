@@ -176,6 +176,16 @@ impl Gateway {
         false
     }
 
+    /// Embeds queries about to be searched in one batch, when hybrid ranking is on (what
+    /// `toolreg eval` and `learn` do before each slice of a query file); a no-op otherwise.
+    pub fn warm_queries(&self, queries: &[&str]) {
+        #[cfg(feature = "semantic")]
+        if let Some(h) = &self.hybrid {
+            h.warm(queries);
+        }
+        let _ = queries;
+    }
+
     /// The query's similarities and the fusion weight, when hybrid ranking is on.
     fn semantic(&self, query: &str) -> Option<(Vec<f32>, f64)> {
         #[cfg(feature = "semantic")]

@@ -520,7 +520,7 @@ impl Folder {
         })
     }
 
-    fn one(&self, text: &str) -> Result<Vec<f32>, String> {
+    fn tokens(&self, text: &str) -> Result<tokenizers::Encoding, String> {
         let encoded = self
             .tokenizer
             .encode(text, true)
@@ -528,29 +528,40 @@ impl Folder {
         if encoded.get_ids().is_empty() {
             return Err("the text has no tokens".into());
         }
-        self.forward(
-            encoded.get_ids(),
-            encoded.get_type_ids(),
-            encoded.get_attention_mask(),
-        )
-        .map_err(|e| format!("the model failed: {}", short(e)))
-        .and_then(normalize)
+        Ok(encoded)
     }
 
-    fn forward(&self, ids: &[u32], types: &[u32], mask: &[u32]) -> candle_core::Result<Vec<f32>> {
+    /// The vectors of texts that have the same number of tokens, in one pass of the model: no
+    /// token is padding, and each row's arithmetic is the one a pass of that text alone does,
+    /// so a text's vector does not depend on what it was batched with (a test checks it).
+    fn forward(&self, batch: &[&tokenizers::Encoding]) -> candle_core::Result<Vec<Vec<f32>>> {
         let cpu = &Device::Cpu;
-        let ids = Tensor::new(ids, cpu)?.unsqueeze(0)?;
-        let types = Tensor::new(types, cpu)?.unsqueeze(0)?;
-        let mask = Tensor::new(mask, cpu)?.unsqueeze(0)?;
-        // (1, tokens, hidden); one text at a time, so no token is padding.
-        let hidden = self.model.forward(&ids, &types, Some(&mask))?.squeeze(0)?;
-        let pooled = match self.pooling {
-            Pooling::Mean => hidden.sum(0)?,
-            Pooling::Cls => hidden.get(0)?,
-            Pooling::Max => hidden.max(0)?,
+        let stack = |part: fn(&tokenizers::Encoding) -> &[u32]| {
+            let rows: Vec<Tensor> = batch
+                .iter()
+                .map(|e| Tensor::new(part(e), cpu))
+                .collect::<candle_core::Result<_>>()?;
+            Tensor::stack(&rows, 0)
         };
-        pooled.to_vec1::<f32>()
+        let ids = stack(tokenizers::Encoding::get_ids)?;
+        let types = stack(tokenizers::Encoding::get_type_ids)?;
+        let mask = stack(tokenizers::Encoding::get_attention_mask)?;
+        // (texts, tokens, hidden), pooled over the tokens.
+        let hidden = self.model.forward(&ids, &types, Some(&mask))?;
+        let pooled = match self.pooling {
+            Pooling::Mean => hidden.sum(1)?,
+            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
+            Pooling::Max => hidden.max(1)?,
+        };
+        pooled.to_vec2::<f32>()
     }
+}
+
+/// How many same-length texts one pass embeds: the attention scores take texts x tokens^2
+/// floats a head, so long texts go a few at a time and short queries many.
+fn batch_size(tokens: usize) -> usize {
+    const SCORES: usize = 1 << 16;
+    (SCORES / (tokens * tokens).max(1)).clamp(1, 64)
 }
 
 fn normalize(v: Vec<f32>) -> Result<Vec<f32>, String> {
@@ -568,12 +579,47 @@ impl Encoder for Folder {
         &self.identity
     }
 
+    /// Texts of one token count are embedded together (a pass over many short queries costs
+    /// little more than over one: the weights are read once), each group in slices of
+    /// [`batch_size`].
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        texts
+        let encoded: Vec<tokenizers::Encoding> = texts
             .iter()
-            .map(|t| no_panic("embedding", || self.one(t)))
-            .collect()
+            .map(|t| no_panic("tokenizing", || self.tokens(t)))
+            .collect::<Result<_, _>>()?;
+        let lengths: Vec<usize> = encoded.iter().map(|e| e.get_ids().len()).collect();
+        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for batch in batches(&lengths) {
+            let rows = no_panic("embedding", || {
+                let encodings: Vec<&tokenizers::Encoding> =
+                    batch.iter().map(|&i| &encoded[i]).collect();
+                self.forward(&encodings)
+                    .map_err(|e| format!("the model failed: {}", short(e)))
+            })?;
+            for (&i, row) in batch.iter().zip(rows) {
+                vectors[i] = normalize(row)?;
+            }
+        }
+        Ok(vectors)
     }
+}
+
+/// The passes that embed texts of these token counts: the indices of texts of one count, in
+/// order, at most [`batch_size`] a pass.
+fn batches(lengths: &[usize]) -> Vec<Vec<usize>> {
+    let mut by_length: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for (i, &n) in lengths.iter().enumerate() {
+        by_length.entry(n).or_default().push(i);
+    }
+    by_length
+        .into_iter()
+        .flat_map(|(n, group)| {
+            group
+                .chunks(batch_size(n))
+                .map(<[usize]>::to_vec)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// A module's folder as `modules.json` names it: a relative path inside the model folder. A
@@ -624,6 +670,31 @@ mod tests {
 
     fn error(dir: &Path) -> String {
         Folder::load(dir).err().expect("refused")
+    }
+
+    /// Texts share a pass only with texts of their token count (no padding), short queries
+    /// many at a time, long texts few, each text in exactly one pass.
+    #[test]
+    fn texts_are_batched_by_token_count() {
+        assert_eq!(
+            batches(&[5, 7, 5, 5, 7, 1]),
+            vec![vec![5], vec![0, 2, 3], vec![1, 4]]
+        );
+        assert_eq!(
+            (batch_size(8), batch_size(64), batch_size(512)),
+            (64, 16, 1)
+        );
+        let lengths: Vec<usize> = (0..1000).map(|i| [12, 40, 300][i % 3]).collect();
+        let passes = batches(&lengths);
+        let mut seen: Vec<usize> = passes.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..1000).collect::<Vec<_>>());
+        for pass in &passes {
+            let n = lengths[pass[0]];
+            assert!(pass.iter().all(|&i| lengths[i] == n));
+            assert!(pass.len() <= batch_size(n));
+        }
+        assert_eq!(passes.len(), 6 + 9 + 333);
     }
 
     #[test]
