@@ -191,6 +191,29 @@ fn every_command_has_help_and_usage_errors_exit_2() {
         String::from_utf8_lossy(&toolreg(&repo, &["build", "--help"]).stdout)
             .contains("--definitions <DIR>")
     );
+    // `--emit` names the default set as the build writes it, then every opt-in emitter.
+    let help = String::from_utf8_lossy(&toolreg(&repo, &["build", "--help"]).stdout).into_owned();
+    let emit = help
+        .split("--emit <LIST>")
+        .nth(1)
+        .and_then(|t| t.split("\n      --").next())
+        .expect("build --help describes --emit")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (defaults, rest) = emit.split_once("(default").expect("names the defaults");
+    let names =
+        |set: &[toolreg::emit::Emitter]| -> Vec<&str> { set.iter().map(|e| e.name()).collect() };
+    assert!(
+        defaults.ends_with(&format!(
+            "{} ",
+            names(toolreg::emit::Emitter::ALL).join(", ")
+        )),
+        "{emit}"
+    );
+    for name in names(toolreg::emit::Emitter::OPT_IN) {
+        assert!(rest.contains(name), "--emit does not name `{name}`: {emit}");
+    }
     assert_eq!(toolreg(&repo, &["frobnicate"]).status.code(), Some(2));
     assert_eq!(
         toolreg(&repo, &["lint", "--format", "yaml"]).status.code(),

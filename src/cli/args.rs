@@ -45,7 +45,7 @@ pub(crate) struct Out {
     /// Output folder (toolreg owns it: stale files in it are removed)
     #[arg(long, short = 'o', value_name = "DIR", default_value = "generated")]
     pub(crate) out: PathBuf,
-    /// Artifacts to write, comma-separated: registry, help, surfaces, report, rust, ts, docs (default: all of these); with the `semantic` feature also vectors
+    /// Artifacts to write, comma-separated: registry, help, surfaces, report, rust, ts, docs, search (default: all of these); also zod, python, codemode, and with the `semantic` feature vectors
     #[arg(long, value_delimiter = ',', value_parser = parse_emitter, value_name = "LIST")]
     pub(crate) emit: Vec<Emitter>,
     /// Fail when an emitter cannot do its whole job (e.g. an op typify cannot type), and let
