@@ -224,4 +224,32 @@ fn folder_model(reg: &toolreg::registry::Registry, quick: bool) {
         took.as_secs_f64(),
         texts.len() as f64 / took.as_secs_f64()
     );
+
+    // Queries as `eval` embeds them (one call, texts of one token count batched) against one
+    // call per query (as `serve` embeds them); the vectors are the same to the bit.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = std::fs::read_to_string(repo.join("tests/eval/metatool/heldout.jsonl")).unwrap();
+    let queries = toolreg::runtime::eval::queries(&file).unwrap();
+    let queries: Vec<&str> = queries
+        .iter()
+        .take(if quick { 100 } else { usize::MAX })
+        .map(String::as_str)
+        .collect();
+    let t = Instant::now();
+    let alone: Vec<Vec<f32>> = queries
+        .iter()
+        .map(|q| folder.embed(&[q]).unwrap().pop().unwrap())
+        .collect();
+    let one_by_one = t.elapsed();
+    let t = Instant::now();
+    let batched = folder.embed(&queries).unwrap();
+    let together = t.elapsed();
+    assert_eq!(alone, batched, "a batch changed a vector");
+    println!(
+        "embed {} MetaTool queries with the folder: one call each {:.2} s, one call for all {:.2} s ({:.1}x); same vectors",
+        queries.len(),
+        one_by_one.as_secs_f64(),
+        together.as_secs_f64(),
+        one_by_one.as_secs_f64() / together.as_secs_f64()
+    );
 }
