@@ -456,3 +456,82 @@ fn text_and_progress_at_a_terminal_json_and_silence_when_piped() {
     assert!(piped.status.success());
     assert!(!stderr(&piped).contains("compiling and emitting") && !stderr(&piped).contains('\x1b'));
 }
+
+/// A search over a large registry built without its search index says, on stderr, that the
+/// index is being built on every search and how to have `build` write it; one with the index,
+/// or a small registry, says nothing. StableToolBench's 2,479 RapidAPI endpoints, real names.
+#[test]
+fn a_large_search_without_its_index_says_so() {
+    let repo = repo();
+    let work = tempfile::tempdir().unwrap();
+    let defs = repo.join("tests/catalogs/fleet/toolbench");
+    let out = work.path().join("out");
+    let build = |emit: &str| {
+        let o = toolreg(
+            work.path(),
+            &[
+                "build",
+                "-q",
+                "--definitions",
+                defs.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--emit",
+                emit,
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    let registry = out.join("registry.json");
+    let search = |registry: &std::path::Path| {
+        let o = toolreg(
+            work.path(),
+            &[
+                "search",
+                "weather forecast for tomorrow",
+                "--registry",
+                registry.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(!o.stdout.is_empty());
+        stderr(&o)
+    };
+    build("registry,help");
+    let said = search(&registry);
+    assert!(
+        said.contains("there is no `") && said.contains("search.json`"),
+        "{said}"
+    );
+    assert!(
+        said.contains("these 2479 ops") && said.contains("includes `search`"),
+        "{said}"
+    );
+
+    build("registry,help,search");
+    assert_eq!(search(&registry), "");
+    // Another registry's index (a stale copy) is not used, and the note says why.
+    fs::write(
+        out.join("search.json"),
+        b"{\"registry_version\": \"b3:0000\"}",
+    )
+    .unwrap();
+    let said = search(&registry);
+    assert!(said.contains("is not this registry's"), "{said}");
+
+    // The repo's example catalog (56 ops) builds its index in a blink: no note.
+    let small = work.path().join("small");
+    let o = toolreg(
+        &repo,
+        &[
+            "build",
+            "-q",
+            "--out",
+            small.to_str().unwrap(),
+            "--emit",
+            "registry,help",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(search(&small.join("registry.json")), "");
+}
