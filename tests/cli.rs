@@ -466,22 +466,7 @@ fn a_large_search_without_its_index_says_so() {
     let work = tempfile::tempdir().unwrap();
     let defs = repo.join("tests/catalogs/fleet/toolbench");
     let out = work.path().join("out");
-    let build = |emit: &str| {
-        let o = toolreg(
-            work.path(),
-            &[
-                "build",
-                "-q",
-                "--definitions",
-                defs.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--emit",
-                emit,
-            ],
-        );
-        assert!(o.status.success(), "{}", stderr(&o));
-    };
+    let build = |emit: &str| common::built(&defs, &out, emit);
     let registry = out.join("registry.json");
     let search = |registry: &std::path::Path| {
         let o = toolreg(
@@ -521,17 +506,6 @@ fn a_large_search_without_its_index_says_so() {
 
     // The repo's example catalog (56 ops) builds its index in a blink: no note.
     let small = work.path().join("small");
-    let o = toolreg(
-        &repo,
-        &[
-            "build",
-            "-q",
-            "--out",
-            small.to_str().unwrap(),
-            "--emit",
-            "registry,help",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    common::built(&repo.join("definitions"), &small, "registry,help");
     assert_eq!(search(&small.join("registry.json")), "");
 }

@@ -38,6 +38,24 @@ pub fn toolreg(cwd: &Path, args: &[&str]) -> Output {
         .expect("toolreg runs")
 }
 
+/// `toolreg build -d DEFS --out OUT --emit EMIT`, which must succeed.
+pub fn built(defs: &Path, out: &Path, emit: &str) -> Output {
+    let o = toolreg(
+        &repo(),
+        &[
+            "build",
+            "-d",
+            defs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--emit",
+            emit,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
+}
+
 /// `toolreg learn --definitions DEFS --queries QUERIES`, then `extra` (e.g. `--out-of-scope F`),
 /// run in `cwd`.
 pub fn learn(cwd: &Path, defs: &Path, queries: &Path, extra: &[&str]) -> Output {
