@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 /// chosen on the dev sets (docs/guide.md, semantic search), never on the held-out split.
 pub const DEFAULT_WEIGHT: f64 = 0.4;
 
-/// Query embeddings kept: 1.5 MiB of vectors at 384 dimensions. Also how many queries `eval`
-/// embeds in one batch ahead of searching them (see [`Hybrid::warm`]).
+/// Query embeddings kept: 1.5 MiB of vectors at 384 dimensions. `eval` embeds half as many at
+/// a time ahead of searching them (see [`Hybrid::warm`]), so none is dropped before its search.
 const CACHE: usize = 1024;
 
 pub struct Hybrid {
