@@ -179,6 +179,8 @@ impl RegistryFile {
     fn load_for_search(&self, dir: &std::path::Path) -> Result<toolreg::runtime::Gateway, String> {
         use toolreg::runtime::search::{SearchIndex, INDEX_FILE};
         let artifact = std::fs::read(dir.join(INDEX_FILE)).ok();
+        // Whether the build wrote an index at all, for the note when it cannot be used.
+        let had_file = artifact.is_some();
         let version = registry_version_of(&self.registry);
         let artifact = match (artifact, version) {
             (Some(bytes), Some(version)) => {
@@ -197,7 +199,6 @@ impl RegistryFile {
             .map_err(|e| e.to_string())?;
         let mut gw = toolreg::runtime::Gateway::for_search(reg);
         let version = gw.registry().registry_version.clone();
-        let had_file = dir.join(INDEX_FILE).exists();
         let written = artifact.and_then(|b| SearchIndex::from_artifact(b, &version));
         match written.filter(|index| index.indexes(gw.registry())) {
             Some(index) => gw.set_search_index(index),
@@ -212,7 +213,8 @@ impl RegistryFile {
 }
 
 /// From how many ops a search that must build its index says so: at 10,000 ops building it
-/// costs a cold search about 0.6 s and 200 MiB, against 30 ms with the build's `search.json`.
+/// costs a cold search 610 ms and 226 MiB, against 30 ms and 58 MiB with the build's
+/// `search.json` (docs/guide.md, runtime performance).
 const INDEX_NOTE_OPS: usize = 1000;
 
 /// What a search over a large registry without a usable `search.json` tells the user, on
