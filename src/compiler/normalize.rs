@@ -159,6 +159,16 @@ impl Normalizer<'_> {
 
     fn fix_type(&mut self, obj: &mut Map<String, Value>, ptr: &str) {
         let Some(ty) = obj.get("type") else { return };
+        // Most nodes name standard types: nothing to copy or rewrite.
+        let standard = |v: &Value| {
+            v.as_str()
+                .is_some_and(|n| matches!(classify_type_name(n), TypeName::Standard(_)))
+        };
+        match ty {
+            Value::String(_) if standard(ty) => return,
+            Value::Array(a) if !a.is_empty() && a.iter().all(standard) => return,
+            _ => {}
+        }
         let names: Vec<String> = match ty {
             Value::String(s) => vec![s.clone()],
             Value::Array(a) if a.iter().all(Value::is_string) => a
@@ -330,9 +340,9 @@ impl Normalizer<'_> {
                 "`dependencies` split into `dependentRequired` / `dependentSchemas`".into(),
             );
         }
-        if let Some(Value::Array(tuple)) = obj.get("items").cloned() {
-            obj.shift_remove("items");
-            obj.insert("prefixItems".into(), Value::Array(tuple));
+        if let Some(Value::Array(_)) = obj.get("items") {
+            let tuple = obj.shift_remove("items").unwrap_or_default();
+            obj.insert("prefixItems".into(), tuple);
             if let Some(rest) = obj.shift_remove("additionalItems") {
                 obj.insert("items".into(), rest);
             }
@@ -417,6 +427,9 @@ impl Normalizer<'_> {
         let mut moved = Vec::new();
         for (name, sub) in props.iter_mut() {
             let Value::Object(sub) = sub else { continue };
+            if !sub.contains_key("optional") && !sub.contains_key("required") {
+                continue;
+            }
             let sub_ptr = format!("{ptr}/properties/{}", pointer_segment(name));
             if let Some(v) = sub.get("optional").cloned() {
                 sub.shift_remove("optional");
@@ -473,6 +486,17 @@ impl Normalizer<'_> {
     }
 
     fn fix_required(&mut self, obj: &mut Map<String, Value>, ptr: &str) {
+        // Most `required` lists name only properties: nothing to copy or fix.
+        if let (Some(Value::Array(list)), Some(Value::Object(props))) =
+            (obj.get("required"), obj.get("properties"))
+        {
+            if list
+                .iter()
+                .all(|v| v.as_str().is_some_and(|s| props.contains_key(s)))
+            {
+                return;
+            }
+        }
         let props: Option<Vec<String>> = match obj.get("properties") {
             Some(Value::Object(p)) => Some(p.keys().cloned().collect()),
             _ => None,

@@ -43,10 +43,13 @@ pub fn for_each_subschema_mut(obj: &mut Map<String, Value>, mut f: impl FnMut(St
     for (key, _) in MAPS.into_iter().zip(maps).filter(|(_, p)| **p) {
         if let Some(Value::Object(map)) = obj.get_mut(key) {
             for (name, sub) in map.iter_mut() {
-                f(
-                    format!("/{key}/{}", name.replace('~', "~0").replace('/', "~1")),
-                    sub,
-                );
+                // Escaped per RFC 6901; most names need no escape and no copy.
+                let ptr = if name.contains(['~', '/']) {
+                    format!("/{key}/{}", name.replace('~', "~0").replace('/', "~1"))
+                } else {
+                    format!("/{key}/{name}")
+                };
+                f(ptr, sub);
             }
         }
     }
