@@ -208,7 +208,7 @@ impl Memo {
         if let Some(entry) = self.served(&key) {
             let restamped = match entry.split_once('\n') {
                 Some((was, text)) if was == version => Some(text.to_string()),
-                Some((was, text)) if !was.is_empty() => Some(text.replace(was, version)),
+                Some((was, text)) if !was.is_empty() => Some(replace_all(text, was, version)),
                 // Not an entry this step writes: computed afresh below.
                 _ => None,
             };
@@ -285,6 +285,20 @@ impl Memo {
     }
 }
 
+/// `text` with every `from` replaced by `to`, as `str::replace` does, found with memchr's SIMD
+/// search (a rebuild restamps every page it takes from the memo).
+fn replace_all(text: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for at in memchr::memmem::find_iter(text.as_bytes(), from.as_bytes()) {
+        out.push_str(&text[last..at]);
+        out.push_str(to);
+        last = at + from.len();
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 /// An in-process table of results keyed by text, for one thread's repeated pure steps (a part's
 /// token count, a schema's validation): it starts over once its keys hold `max_bytes`, and keys
 /// longer than `max_key` are never kept, so hostile input bounds its memory.
@@ -327,6 +341,25 @@ impl<V: Clone> Bounded<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `replace_all` is `str::replace`, overlapping and multi-byte cases included.
+    #[test]
+    fn replace_all_replaces_as_str_does() {
+        for (text, from, to) in [
+            ("b3:aa x b3:aa", "b3:aa", "b3:bbbb"),
+            ("aaaa", "aa", "b"),
+            ("aaa", "aa", "xyz"),
+            ("no stamp", "b3:aa", "b3:bb"),
+            ("é b3:aa ü b3:aa", "b3:aa", "ä"),
+            ("", "x", "y"),
+        ] {
+            assert_eq!(
+                replace_all(text, from, to),
+                text.replace(from, to),
+                "{text:?}"
+            );
+        }
+    }
 
     fn filled() -> Memo {
         let m = Memo::new("salt");

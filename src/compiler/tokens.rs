@@ -312,7 +312,8 @@ pub fn split_at_stamps<'t>(text: &'t str, stamp: &str) -> (Vec<&'t str>, usize) 
     // (start, end) of each stamp cut out, in order.
     let mut stamps: Vec<(usize, usize)> = Vec::new();
     if sound {
-        for (at, _) in text.match_indices(stamp) {
+        // memchr's SIMD search: str's own was a tenth of what the memo adds to a full build.
+        for at in memchr::memmem::find_iter(bytes, stamp.as_bytes()) {
             let end = at + stamp.len();
             let after = bytes
                 .get(end)
@@ -326,7 +327,7 @@ pub fn split_at_stamps<'t>(text: &'t str, stamp: &str) -> (Vec<&'t str>, usize) 
     let mut start = 0;
     let cut_tools = |from: usize, to: usize, parts: &mut Vec<&'t str>| {
         let mut begin = from;
-        for (at, _) in text[from..to].match_indices("},{\"") {
+        for at in memchr::memmem::find_iter(&bytes[from..to], b"},{\"") {
             let cut = from + at + 4;
             if cut < to && can_cut(cut) {
                 parts.push(&text[begin..cut]);
