@@ -330,17 +330,7 @@ fn what_a_build_renders_from_hostile_text_is_inert() {
     )
     .unwrap();
     let out = tmp.path().join("gen");
-    let build = toolreg(
-        &repo(),
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
-    assert!(build.status.success(), "{}", stderr(&build));
+    let build = common::built_with(&defs, &out, &[]);
     assert!(stderr(&build).contains("TR091"), "the lint warned");
 
     // No generated file carries a raw control byte (the build cache is binary, and no output).

@@ -40,18 +40,21 @@ pub fn toolreg(cwd: &Path, args: &[&str]) -> Output {
 
 /// `toolreg build -d DEFS --out OUT --emit EMIT`, which must succeed.
 pub fn built(defs: &Path, out: &Path, emit: &str) -> Output {
-    let o = toolreg(
-        &repo(),
-        &[
-            "build",
-            "-d",
-            defs.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--emit",
-            emit,
-        ],
-    );
+    built_with(defs, out, &["--emit", emit])
+}
+
+/// `toolreg build -d DEFS --out OUT`, then `extra` (none: the default emitters), which must
+/// succeed.
+pub fn built_with(defs: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "build",
+        "-d",
+        defs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = toolreg(&repo(), &args);
     assert!(o.status.success(), "{}", stderr(&o));
     o
 }
