@@ -358,3 +358,52 @@ fn readers_finish_an_interrupted_commit_before_reading() {
     );
     assert_eq!(tree(&s.out), tree(&new));
 }
+
+/// A folder swapped for a link after a build committed (journal written) and before its files
+/// were moved is refused when the next command finishes the commit: nothing is moved through it,
+/// nothing outside the output folder changes, and the staged files wait for the link to go.
+#[test]
+fn recovery_refuses_a_link_planted_after_the_commit() {
+    let s = Scene::built(150);
+    let new = reworded(&s);
+    common::interrupt_after_commit(&s.out, &new, &["registry.json"]);
+    // A folder of op pages deep in the docs tree, as the interrupted write will fill it.
+    let group = fs::read_dir(s.out.join("docs/src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .min()
+        .unwrap();
+    let folder = fs::read_dir(&group)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .min()
+        .unwrap();
+    let staged = s
+        .out
+        .join(".toolreg-staging")
+        .join(folder.strip_prefix(&s.out).unwrap());
+    assert!(staged.is_dir(), "the interrupted write changes {folder:?}");
+    let v = s.root.join("victim3");
+    common::copy_dir(&folder, &v);
+    fs::remove_dir_all(&folder).unwrap();
+    symlink(&v, &folder).unwrap();
+    let before = s.around();
+
+    let o = s.build();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("TR053"), "{err}");
+    assert!(err.contains("is a symbolic link"), "{err}");
+    assert_eq!(s.around(), before, "recovery wrote through the link");
+    assert!(staged.is_dir(), "the staged files were dropped");
+
+    // Once the link is gone, the next build finishes the commit and builds A again.
+    fs::remove_file(&folder).unwrap();
+    let o = s.build();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(s.run("check").status.success());
+    assert!(!s.out.join(".toolreg-staging").exists());
+    assert_eq!(s.around(), before);
+}
