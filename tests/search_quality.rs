@@ -131,6 +131,15 @@ fn everyday_phrasing_families_reach_the_op() {
             "{family}: {query:?} -> {top:?}, expected {op} in the top {within}"
         );
     }
+    // A phrase's words are covered by what it means: "what's left" alone is a list of tasks,
+    // said with confidence, not `none` for a `left` no op has; and the `s` of "what's" no
+    // longer matches every "task's" in the catalog (`onto.task.docs.list`, "a task's
+    // workspace", ranked first before).
+    let res = seed.search(&toolreg::runtime::search::SearchRequest::query(
+        "what's left",
+    ));
+    assert_eq!(res.results[0].op, "onto.task.list", "{res:?}");
+    assert_ne!(res.match_, toolreg::runtime::search::Match::None, "{res:?}");
     // A family whose words the example catalog lacks (folder), over four real MCP servers' tools.
     let servers = gateway_for("tests/eval/phrasing/definitions");
     let query = "make a new folder called drafts";
@@ -246,8 +255,10 @@ fn search_says_when_nothing_fits() {
         "{}",
         v["answered_strong"]
     );
+    // 14.6% (15.6% before clitics were dropped: three queries were `none` for the `m` of
+    // "I'm", a word no op has).
     assert!(
-        v["answered_none"].as_f64().unwrap() >= 0.15,
+        v["answered_none"].as_f64().unwrap() >= 0.14,
         "{}",
         v["answered_none"]
     );

@@ -361,7 +361,7 @@ pub const INDEX_FILE: &str = "search.json";
 
 /// Bumped whenever what the index holds, or how search reads it, changes; an index of another
 /// format (or another toolreg version, or registry) is not read: search builds its own.
-pub const INDEX_FORMAT: u32 = 5;
+pub const INDEX_FORMAT: u32 = 6;
 
 /// The header of `search.json`: what it was built from and by.
 #[derive(Serialize, Deserialize)]
@@ -897,6 +897,16 @@ impl SearchIndex {
         // Typo tolerance looks at the word as typed: "delte" stems to "delt".
         let typed_len: HashMap<String, usize> =
             raw.iter().map(|w| (stem(w), w.chars().count())).collect();
+        // The words of each everyday phrase the query holds ("what's left") stand for what the
+        // phrase means, as a synonym does: an op holding that covers them.
+        let mut phrase_means: HashMap<String, Vec<&String>> = HashMap::new();
+        for (phrase, means) in &self.phrases {
+            if raw.windows(phrase.len()).any(|w| w == phrase.as_slice()) {
+                for word in phrase.iter().flat_map(|w| tokenize(w)) {
+                    phrase_means.entry(word).or_default().extend(means);
+                }
+            }
+        }
         let mut groups: Groups = Vec::new();
         for t in tokenize(query) {
             if groups.iter().any(|(g, _)| *g == t) {
@@ -911,6 +921,9 @@ impl SearchIndex {
                 for s in syns {
                     add(s.clone(), SYNONYM_WEIGHT);
                 }
+            }
+            for m in phrase_means.get(&t).into_iter().flatten() {
+                add((*m).clone(), SYNONYM_WEIGHT);
             }
             if !self.idf.contains_key(&t) {
                 if let Some(long) = abbreviations.get(&t) {

@@ -96,12 +96,17 @@ pub(super) fn raw_words(text: &str) -> Vec<String> {
 /// Lowercase, stemmed words of a text; identifiers split on `_`, `.`, `-` and camel case.
 /// Any script: accents are folded (`café` and `cafe` meet), and Chinese, Japanese and Korean
 /// text, written without spaces, becomes overlapping two-character words (`任务列表` ->
-/// `任务`, `务列`, `列表`), so a query matches inside a longer run.
+/// `任务`, `务列`, `列表`), so a query matches inside a longer run. An English clitic after an
+/// apostrophe is dropped (`task's`, `we'll`: `task`, `we`), with the auxiliary of an `n't`
+/// (`don't`, `isn't`): alone, an `s` or `t` matched every possessive in the catalog.
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut words: Vec<(String, bool)> = Vec::new();
     let mut cur = String::new();
     let mut cjk: Vec<char> = Vec::new();
     let mut prev_lower = false;
+    // The word being read follows an apostrophe that followed a letter or digit.
+    let mut after_apostrophe = false;
+    let mut prev_alnum = false;
     let flush_cjk = |cjk: &mut Vec<char>, words: &mut Vec<(String, bool)>| {
         match cjk.len() {
             0 => {}
@@ -110,40 +115,53 @@ pub fn tokenize(text: &str) -> Vec<String> {
         }
         cjk.clear();
     };
+    let end_word = |cur: &mut String, words: &mut Vec<(String, bool)>, clitic_may_follow: bool| {
+        if !cur.is_empty() {
+            if !(clitic_may_follow && is_clitic(cur)) {
+                words.push((std::mem::take(cur), false));
+            } else if cur == "t" && words.last().is_some_and(|(w, _)| w.ends_with('n')) {
+                // `don't`, `isn't`, `won't`: the auxiliary goes with its `n't`, as stop words.
+                words.pop();
+            }
+            cur.clear();
+        }
+    };
     for c in text.chars() {
         if is_cjk(c) {
-            if !cur.is_empty() {
-                words.push((std::mem::take(&mut cur), false));
-            }
-            prev_lower = false;
+            end_word(&mut cur, &mut words, after_apostrophe);
+            (prev_lower, prev_alnum, after_apostrophe) = (false, false, false);
             cjk.push(c);
             continue;
         }
         flush_cjk(&mut cjk, &mut words);
         if c.is_alphanumeric() {
             if c.is_uppercase() && prev_lower && !cur.is_empty() {
-                words.push((std::mem::take(&mut cur), false));
+                end_word(&mut cur, &mut words, after_apostrophe);
+                after_apostrophe = false;
             }
             prev_lower = c.is_lowercase() || c.is_ascii_digit();
+            prev_alnum = true;
             push_folded(&mut cur, c);
         } else if is_combining_mark(c) {
             // A combining accent written apart from its letter: folded away like a composed one.
         } else {
-            prev_lower = false;
-            if !cur.is_empty() {
-                words.push((std::mem::take(&mut cur), false));
-            }
+            end_word(&mut cur, &mut words, after_apostrophe);
+            after_apostrophe = prev_alnum && matches!(c, '\'' | '\u{2019}');
+            (prev_lower, prev_alnum) = (false, false);
         }
     }
     flush_cjk(&mut cjk, &mut words);
-    if !cur.is_empty() {
-        words.push((cur, false));
-    }
+    end_word(&mut cur, &mut words, after_apostrophe);
     words
         .into_iter()
         .filter(|(w, cjk)| *cjk || !is_stop(w))
         .map(|(w, cjk)| if cjk { w } else { stem(&w) })
         .collect()
+}
+
+/// What English writes after an apostrophe (`'s`, `n't`, `'re`, `'ve`, `'ll`, `'d`, `'m`).
+fn is_clitic(w: &str) -> bool {
+    matches!(w, "s" | "t" | "re" | "ve" | "ll" | "d" | "m")
 }
 
 /// Appends `c` lowercased, without its accents (NFD, combining marks dropped).
@@ -229,7 +247,30 @@ pub fn stem(w: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::without_framing;
+    use super::{tokenize, without_framing};
+
+    #[test]
+    fn clitics_after_an_apostrophe_are_dropped() {
+        assert_eq!(tokenize("what's left"), ["left"]);
+        assert_eq!(tokenize("the task\u{2019}s state"), ["task", "stat"]);
+        assert_eq!(tokenize("don't, we'll, they've, I'm, won't"), ["they"]);
+        assert_eq!(tokenize("it doesn\u{2019}t sync"), ["sync"]);
+        // Not after a word: kept as typed. A letter that is not a clitic is kept too.
+        assert_eq!(
+            tokenize("'s' key, rock 'n' roll"),
+            ["s", "key", "rock", "n", "roll"]
+        );
+        assert_eq!(
+            tokenize("O'Brien l'\u{e9}cole"),
+            ["o", "brien", "l", "ecol"]
+        );
+        // Identifiers and CJK are read as before.
+        assert_eq!(
+            tokenize("listTasks s3_bucket"),
+            ["list", "task", "s3", "bucket"]
+        );
+        assert_eq!(tokenize("任务列表"), ["任务", "务列", "列表"]);
+    }
 
     #[test]
     fn framing_words_become_spaces_and_the_rest_is_kept_byte_for_byte() {
