@@ -101,6 +101,16 @@ impl Scene {
         self.run("build")
     }
 
+    /// Builds, expecting the refusal of a link in the output folder (TR053, exit 2); its stderr.
+    fn build_refused_for_a_link(&self) -> String {
+        let o = self.build();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("TR053"), "{err}");
+        assert!(err.contains("is a symbolic link"), "{err}");
+        err
+    }
+
     fn around(&self) -> BTreeMap<String, String> {
         neighbourhood(&self.root, &self.out)
     }
@@ -124,10 +134,7 @@ fn a_link_inside_the_output_folder_is_never_written_through() {
     symlink("../victim", s.out.join("docs")).unwrap();
     let before = s.around();
 
-    let o = s.build();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(err.contains("TR053"), "{err}");
+    let err = s.build_refused_for_a_link();
     assert!(err.contains("is a symbolic link (to `../victim`)"), "{err}");
     assert_eq!(
         s.around(),
@@ -391,11 +398,7 @@ fn recovery_refuses_a_link_planted_after_the_commit() {
     symlink(&v, &folder).unwrap();
     let before = s.around();
 
-    let o = s.build();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(err.contains("TR053"), "{err}");
-    assert!(err.contains("is a symbolic link"), "{err}");
+    s.build_refused_for_a_link();
     assert_eq!(s.around(), before, "recovery wrote through the link");
     assert!(staged.is_dir(), "the staged files were dropped");
 
