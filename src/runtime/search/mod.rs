@@ -879,14 +879,22 @@ impl SearchIndex {
                 add(joined, COMPOUND_WEIGHT);
             }
         }
-        for (phrase, means) in &self.phrases {
-            if raw.windows(phrase.len()).any(|w| w == phrase.as_slice()) {
-                for m in means {
-                    add(m.clone(), SYNONYM_WEIGHT);
-                }
+        for (_, means) in self.phrases_in(&raw) {
+            for m in means {
+                add(m.clone(), SYNONYM_WEIGHT);
             }
         }
         terms
+    }
+
+    /// The everyday phrases `raw` (a query's words as typed) holds, with what each means.
+    fn phrases_in<'s>(
+        &'s self,
+        raw: &'s [String],
+    ) -> impl Iterator<Item = &'s (Vec<String>, Vec<String>)> {
+        self.phrases
+            .iter()
+            .filter(move |(phrase, _)| raw.windows(phrase.len()).any(|w| w == phrase.as_slice()))
     }
 
     /// Each word of a query (tokenized, once) with the terms it stands for: itself, its
@@ -900,11 +908,9 @@ impl SearchIndex {
         // The words of each everyday phrase the query holds ("what's left") stand for what the
         // phrase means, as a synonym does: an op holding that covers them.
         let mut phrase_means: HashMap<String, Vec<&String>> = HashMap::new();
-        for (phrase, means) in &self.phrases {
-            if raw.windows(phrase.len()).any(|w| w == phrase.as_slice()) {
-                for word in phrase.iter().flat_map(|w| tokenize(w)) {
-                    phrase_means.entry(word).or_default().extend(means);
-                }
+        for (phrase, means) in self.phrases_in(&raw) {
+            for word in phrase.iter().flat_map(|w| tokenize(w)) {
+                phrase_means.entry(word).or_default().extend(means);
             }
         }
         let mut groups: Groups = Vec::new();
