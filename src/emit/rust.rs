@@ -169,6 +169,8 @@ pub struct Generated {
     pub shared: usize,
     /// Ops formatted from another op's typify output with the stem swapped.
     pub from_tokens: usize,
+    /// Ops of those whose formatting was another op's of the same lengths (see `FormatMemo`).
+    pub formatted_once: usize,
 }
 
 /// The largest schema (counted in JSON objects) that gets typed arguments. The Rust for a schema
@@ -463,6 +465,7 @@ fn generate_with(
         fallbacks,
         shared: sharing.swapped,
         from_tokens: sharing.from_tokens,
+        formatted_once: sharing.formatted_once,
     }
 }
 
@@ -666,6 +669,10 @@ mod tests {
         assert!(shared.code == alone.code, "sharing changed the output");
         assert!(shared.shared > 0, "no op shared its formatted types");
         assert!(shared.from_tokens > 0, "no op shared typify's output");
+        assert!(
+            shared.formatted_once > 0,
+            "no op shared another's formatting"
+        );
     }
 
     #[test]

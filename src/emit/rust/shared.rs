@@ -117,6 +117,10 @@ pub(super) fn type_shared(
     rest.sort_unstable();
     type_into(&rest, &mut out);
     sharing.swapped = swapped;
+    sharing.formatted_once = typer
+        .formats
+        .hits
+        .load(std::sync::atomic::Ordering::Relaxed);
     let out = out
         .into_iter()
         .map(|t| t.expect("every op is typed or swapped"))
@@ -193,6 +197,7 @@ pub(super) struct Typer<'a> {
     json: Vec<String>,
     impls: Option<&'a ImplMemo>,
     memo: Option<&'a Memo>,
+    formats: FormatMemo,
 }
 
 impl<'a> Typer<'a> {
@@ -212,6 +217,7 @@ impl<'a> Typer<'a> {
             json,
             impls,
             memo,
+            formats: FormatMemo::default(),
         }
     }
 
@@ -230,7 +236,7 @@ impl<'a> Typer<'a> {
     pub fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String> {
         let (schema, stem) = (&self.schemas[op], self.stems[op].as_str());
         let compute = || match &tokens {
-            Some((root, text)) => format_op(root.clone(), text, stem, self.impls),
+            Some((root, text)) => self.formats.format(root, text, stem, self.impls),
             None => op_types(schema, stem, self.impls),
         };
         let Some(memo) = self.memo else {
@@ -250,6 +256,136 @@ pub(super) struct Sharing {
     pub swapped: usize,
     /// Ops formatted from another op's typify output, swapped (typify not run for them).
     pub from_tokens: usize,
+    /// Ops whose formatted types were those of another op's token text of the same lengths
+    /// ([`FormatMemo`]).
+    pub formatted_once: usize,
+}
+
+/// Formatted types by the token text they were formatted from, with the stem and its
+/// snake_case form masked: ops whose token texts differ only in stems of one length (and
+/// snake_case forms of one length) format alike, whatever the stems' shapes, since the formatter
+/// sees only widths and token kinds, and a mask as long as the name it hides keeps every width.
+/// Only token text, never a schema, reaches it (so typify's choices are already made), and only
+/// stems that start upper-case and are letters and digits, so the stem and its snake_case form
+/// (which starts lower-case) never overlap. Token text and formatted Rust never hold a raw NUL or
+/// U+0001 (literals print them escaped), so unmasking touches nothing else.
+#[derive(Default)]
+struct FormatMemo {
+    formatted: std::sync::Mutex<HashMap<ShareKey, Result<OpTypes, String>>>,
+    hits: std::sync::atomic::AtomicUsize,
+}
+
+impl FormatMemo {
+    /// `format_op`, or another op's result of the same masked token text with this stem put
+    /// back.
+    fn format(
+        &self,
+        root: &str,
+        text: &str,
+        stem: &str,
+        impls: Option<&ImplMemo>,
+    ) -> Result<OpTypes, String> {
+        let fresh = || format_op(root.to_string(), text, stem, impls);
+        let Some(masks) = Masks::new(stem) else {
+            return fresh();
+        };
+        let mut key = blake3::Hasher::new();
+        key.update(masks.hide(root).as_bytes());
+        key.update(b"\0");
+        key.update(masks.hide(text).as_bytes());
+        let key = *key.finalize().as_bytes();
+        let hit = self
+            .formatted
+            .lock()
+            .expect("format memo")
+            .get(&key)
+            .cloned();
+        if let Some(masked) = hit {
+            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return masks.show_types(&masked);
+        }
+        let types = fresh();
+        let masked = masks.hide_types(&types);
+        self.formatted
+            .lock()
+            .expect("format memo")
+            .insert(key, masked);
+        types
+    }
+}
+
+/// A stem and its snake_case form, and the masks that hide them: NULs for the stem, U+0001
+/// for the snake_case form, each as long as what it hides.
+struct Masks {
+    stem: String,
+    snake: String,
+    stem_mask: String,
+    snake_mask: String,
+}
+
+impl Masks {
+    /// `None` for a stem that could overlap its snake_case form (see [`FormatMemo`]).
+    fn new(stem: &str) -> Option<Masks> {
+        use heck::ToSnakeCase;
+        if !stem.starts_with(|c: char| c.is_ascii_uppercase())
+            || !stem.bytes().all(|b| b.is_ascii_alphanumeric())
+        {
+            return None;
+        }
+        let snake = stem.to_snake_case();
+        Some(Masks {
+            stem_mask: mask_for(stem),
+            snake_mask: "\u{1}".repeat(snake.len()),
+            stem: stem.to_string(),
+            snake,
+        })
+    }
+
+    fn hide(&self, text: &str) -> String {
+        swap_both(
+            text,
+            [
+                (&self.stem, &self.stem_mask),
+                (&self.snake, &self.snake_mask),
+            ],
+        )
+    }
+
+    fn show(&self, text: &str) -> String {
+        swap_both(
+            text,
+            [
+                (&self.stem_mask, &self.stem),
+                (&self.snake_mask, &self.snake),
+            ],
+        )
+    }
+
+    fn map_types(
+        t: &Result<OpTypes, String>,
+        f: impl Fn(&str) -> String,
+    ) -> Result<OpTypes, String> {
+        match t {
+            Ok(t) => Ok(OpTypes {
+                root: f(&t.root),
+                items: f(&t.items),
+                defaults: t
+                    .defaults
+                    .iter()
+                    .map(|(name, body)| (f(name), f(body)))
+                    .collect(),
+            }),
+            Err(why) => Err(f(why)),
+        }
+    }
+
+    fn hide_types(&self, t: &Result<OpTypes, String>) -> Result<OpTypes, String> {
+        Masks::map_types(t, |s| self.hide(s))
+    }
+
+    fn show_types(&self, t: &Result<OpTypes, String>) -> Result<OpTypes, String> {
+        Masks::map_types(t, |s| self.show(s))
+    }
 }
 
 /// Whether one schema's typify output carries over to every stem of its relaxed key.
@@ -432,17 +568,21 @@ mod tests {
     #[test]
     fn shared_types_survive_stem_lookalikes() {
         // One length (formatted output swapped), then four lengths of one shape (typify's
-        // output swapped, each op formatted on its own).
-        let stem_sets: [Vec<String>; 2] = [
+        // output swapped, each op formatted on its own), then stems of one length in two shapes
+        // (typify's output swapped, formatted once per length).
+        let stem_sets: [Vec<String>; 3] = [
             ["AbcGet", "XyzGet", "QrsGet", "MnoGet"]
                 .map(String::from)
                 .to_vec(),
             ["AbGet", "XyzwGet", "QrsGet", "MnopqGet"]
                 .map(String::from)
                 .to_vec(),
+            ["XyzwGet", "AbGetxy", "MnopGet", "QrGetst"]
+                .map(String::from)
+                .to_vec(),
         ];
         let orders: [&[usize]; 2] = [&[0, 1, 2, 3], &[1, 2, 0, 3]];
-        let (mut swapped, mut from_tokens) = (0, 0);
+        let (mut swapped, mut from_tokens, mut formatted_once) = (0, 0, 0);
         for (stems, props) in stem_sets.iter().flat_map(|stems| {
             [
                 serde_json::json!({"abc_get": {"type": "string"}}),
@@ -472,6 +612,7 @@ mod tests {
                 let (got, n) = type_shared(&picked, &typer);
                 swapped += n.swapped;
                 from_tokens += n.from_tokens;
+                formatted_once += n.formatted_once;
                 for (i, t) in got.iter().enumerate() {
                     assert_eq!(
                         t,
@@ -485,6 +626,10 @@ mod tests {
         assert!(
             from_tokens >= 4,
             "only {from_tokens} ops were formatted from shared tokens"
+        );
+        assert!(
+            formatted_once >= 4,
+            "only {formatted_once} ops took another's formatting"
         );
     }
 }
