@@ -301,9 +301,11 @@ fn replace_all(text: &str, from: &str, to: &str) -> String {
 
 /// An in-process table of results keyed by text, for one thread's repeated pure steps (a part's
 /// token count, a schema's validation): it starts over once its keys hold `max_bytes`, and keys
-/// longer than `max_key` are never kept, so hostile input bounds its memory.
+/// longer than `max_key` are never kept, so hostile input bounds its memory. Keys are hashed by
+/// foldhash, seeded at random per table (a catalog cannot be written to collide in advance):
+/// SipHash over every part and pre-token of the report's texts was 3% of a 10,000-tool build.
 pub(crate) struct Bounded<V> {
-    values: HashMap<Box<str>, V>,
+    values: foldhash::HashMap<Box<str>, V>,
     bytes: usize,
     max_key: usize,
     max_bytes: usize,
@@ -312,7 +314,7 @@ pub(crate) struct Bounded<V> {
 impl<V: Clone> Bounded<V> {
     pub fn new(max_key: usize, max_bytes: usize) -> Bounded<V> {
         Bounded {
-            values: HashMap::new(),
+            values: foldhash::HashMap::default(),
             bytes: 0,
             max_key,
             max_bytes,
