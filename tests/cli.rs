@@ -509,3 +509,42 @@ fn a_large_search_without_its_index_says_so() {
     common::built(&repo.join("definitions"), &small, "registry,help");
     assert_eq!(search(&small.join("registry.json")), "");
 }
+
+/// `--registry` takes the output folder as well as its `registry.json`: help, search, exec and
+/// eval answer the same either way, and a folder without a registry is named in the error.
+#[test]
+fn the_output_folder_stands_for_its_registry() {
+    let repo = repo();
+    let queries = repo.join("../shared/eval/seed-catalog-queries.jsonl");
+    let queries = queries.to_str().unwrap();
+    // Trace ids and timings differ between any two runs.
+    let volatile = regex::Regex::new(r#""(trace_id|latency_ms|[a-z_]*_ms)": [^,\n}]+"#).unwrap();
+    let commands: [&[&str]; 4] = [
+        &["help", "onto.task.list"],
+        &["search", "show me every finished to-do"],
+        &["exec", "onto.task.list", "--args", "{}"],
+        &["eval", "--queries", queries, "--format", "json"],
+    ];
+    for command in commands {
+        let answer = |registry: &str| {
+            let mut args = command.to_vec();
+            args.extend(["--registry", registry]);
+            let o = toolreg(&repo, &args);
+            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            volatile.replace_all(&text, "").into_owned()
+        };
+        let by_file = answer("generated/registry.json");
+        assert!(!by_file.is_empty(), "{command:?}");
+        assert_eq!(answer("generated"), by_file, "{command:?}");
+        assert_eq!(answer("generated/"), by_file, "{command:?}");
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let o = toolreg(
+        &repo,
+        &["search", "x", "--registry", empty.path().to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let said = stderr(&o);
+    assert!(said.contains("registry.json`"), "{said}");
+}

@@ -348,9 +348,15 @@ pub(crate) enum PageFormat {
 
 #[derive(clap::Args)]
 pub(crate) struct RegistryFile {
-    /// registry.json written by `toolreg build` (help.json is read from the same folder)
-    #[arg(long, value_name = "FILE", default_value = "generated/registry.json")]
+    /// registry.json written by `toolreg build`, or the output folder that holds it (help.json
+    /// is read from the same folder)
+    #[arg(long, value_name = "FILE", default_value = "generated/registry.json", value_parser = registry_path)]
     pub(crate) registry: PathBuf,
+}
+
+/// `--registry`: a folder stands for the `registry.json` in it, as for `diff` and `serve`.
+fn registry_path(arg: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(super::shared::registry_file(std::path::Path::new(arg)))
 }
 
 /// How search ranks: lexical, or hybrid when vectors.json lies beside the registry (also
