@@ -56,19 +56,7 @@ pub(super) fn type_shared(
         group_of[i] = Some(slot);
     }
     let swap = |t: &Result<OpTypes, String>, from: usize, to: usize| {
-        let text = stem_swap(&stems[from], &stems[to]);
-        match t {
-            Ok(t) => Ok(OpTypes {
-                root: text(&t.root),
-                items: text(&t.items),
-                defaults: t
-                    .defaults
-                    .iter()
-                    .map(|(name, body)| (text(name), text(body)))
-                    .collect(),
-            }),
-            Err(why) => Err(text(why)),
-        }
+        map_texts(t, stem_swap(&stems[from], &stems[to]))
     };
     // Each key's pair: its least and greatest stem.
     let ends: Vec<(usize, usize)> = members
@@ -361,30 +349,29 @@ impl Masks {
         )
     }
 
-    fn map_types(
-        t: &Result<OpTypes, String>,
-        f: impl Fn(&str) -> String,
-    ) -> Result<OpTypes, String> {
-        match t {
-            Ok(t) => Ok(OpTypes {
-                root: f(&t.root),
-                items: f(&t.items),
-                defaults: t
-                    .defaults
-                    .iter()
-                    .map(|(name, body)| (f(name), f(body)))
-                    .collect(),
-            }),
-            Err(why) => Err(f(why)),
-        }
-    }
-
     fn hide_types(&self, t: &Result<OpTypes, String>) -> Result<OpTypes, String> {
-        Masks::map_types(t, |s| self.hide(s))
+        map_texts(t, |s| self.hide(s))
     }
 
     fn show_types(&self, t: &Result<OpTypes, String>) -> Result<OpTypes, String> {
-        Masks::map_types(t, |s| self.show(s))
+        map_texts(t, |s| self.show(s))
+    }
+}
+
+/// An op's types (or why it has none) with `f` applied to every text: names, items, the
+/// `defaults` functions and the reason.
+fn map_texts(t: &Result<OpTypes, String>, f: impl Fn(&str) -> String) -> Result<OpTypes, String> {
+    match t {
+        Ok(t) => Ok(OpTypes {
+            root: f(&t.root),
+            items: f(&t.items),
+            defaults: t
+                .defaults
+                .iter()
+                .map(|(name, body)| (f(name), f(body)))
+                .collect(),
+        }),
+        Err(why) => Err(f(why)),
     }
 }
 
