@@ -879,10 +879,19 @@ impl SearchIndex {
                 add(joined, COMPOUND_WEIGHT);
             }
         }
+        // Two phrases that mean the same word ("remind me", "what's left": list) are two pieces
+        // of evidence for it: their weights add, up to a word's own.
+        let mut from_phrases: Vec<(String, f64)> = Vec::new();
         for (_, means) in self.phrases_in(&raw) {
             for m in means {
-                add(m.clone(), SYNONYM_WEIGHT);
+                match from_phrases.iter_mut().find(|(x, _)| x == m) {
+                    Some(e) => e.1 = (e.1 + SYNONYM_WEIGHT).min(1.0),
+                    None => from_phrases.push((m.clone(), SYNONYM_WEIGHT)),
+                }
             }
+        }
+        for (m, w) in from_phrases {
+            add(m, w);
         }
         terms
     }
