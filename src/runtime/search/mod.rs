@@ -880,14 +880,47 @@ impl SearchIndex {
             }
         }
         // Two phrases that mean the same word ("remind me", "what's left": list) are two pieces
-        // of evidence for it: their weights add, up to a word's own.
-        let mut from_phrases: Vec<(String, f64)> = Vec::new();
-        for (_, means) in self.phrases_in(&raw) {
-            for m in means {
-                match from_phrases.iter_mut().find(|(x, _)| x == m) {
-                    Some(e) => e.1 = (e.1 + SYNONYM_WEIGHT).min(1.0),
-                    None => from_phrases.push((m.clone(), SYNONYM_WEIGHT)),
+        // of evidence for it: their weights add, up to a word's own. A phrase found inside a
+        // longer one ("to do" in "still to do"), or found again, is the same piece of evidence:
+        // what it means counts once, as a synonym does.
+        type Span<'p> = (usize, usize, &'p Vec<String>, &'p Vec<String>);
+        let mut spans: Vec<Span> = Vec::new();
+        for (phrase, means) in self.phrases_in(&raw) {
+            for (at, w) in raw.windows(phrase.len()).enumerate() {
+                if w == phrase.as_slice() {
+                    spans.push((at, at + phrase.len(), phrase, means));
                 }
+            }
+        }
+        let inside = |a: usize, b: usize| {
+            spans
+                .iter()
+                .any(|&(c, d, _, _)| c <= a && b <= d && d - c > b - a)
+        };
+        // Each distinct phrase not inside another adds its weight; the rest only make sure
+        // what they mean is there.
+        let mut evidence: Vec<&Vec<String>> = Vec::new();
+        for &(a, b, phrase, _) in &spans {
+            if !inside(a, b) && !evidence.contains(&phrase) {
+                evidence.push(phrase);
+            }
+        }
+        let mut from_phrases: Vec<(String, f64)> = Vec::new();
+        let mut weigh = |m: &String, adds: bool| match from_phrases.iter_mut().find(|(x, _)| x == m)
+        {
+            Some(e) if adds => e.1 = (e.1 + SYNONYM_WEIGHT).min(1.0),
+            Some(_) => {}
+            None => from_phrases.push((m.clone(), SYNONYM_WEIGHT)),
+        };
+        for &phrase in &evidence {
+            let means = spans.iter().find(|s| s.2 == phrase).map(|s| s.3);
+            for m in means.into_iter().flatten() {
+                weigh(m, true);
+            }
+        }
+        for &(_, _, _, means) in &spans {
+            for m in means {
+                weigh(m, false);
             }
         }
         for (m, w) in from_phrases {
@@ -1591,5 +1624,30 @@ mod tests {
         assert_eq!(stem("updating"), stem("update"));
         assert_eq!(stem("status"), "status");
         assert_eq!(stem("meetings"), "meet");
+    }
+
+    /// Everyday phrases of one query: two distinct ones that mean one word add their weights (up
+    /// to a word's own); a phrase inside a longer one, or found twice, counts once.
+    #[test]
+    fn phrases_add_up_as_evidence_once_each() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/registry.json");
+        let reg = Registry::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let index = SearchIndex::new(&reg);
+        let weight = |query: &str, term: &str| {
+            let asked = without_framing(query);
+            let groups = index.term_groups(&asked);
+            let terms = index.terms(&asked, &groups);
+            terms.into_iter().find(|(t, _)| t == term).map(|(_, w)| w)
+        };
+        // "remind me": list or get; "what's left": list, task, open.
+        assert_eq!(weight("remind me what's left", "list"), Some(1.0));
+        assert_eq!(weight("remind me what's left", "get"), Some(SYNONYM_WEIGHT));
+        assert_eq!(weight("remind me", "list"), Some(SYNONYM_WEIGHT));
+        // "to do" (task) inside "still to do" (list, task, open).
+        assert_eq!(weight("what's still to do", "task"), Some(SYNONYM_WEIGHT));
+        assert_eq!(
+            weight("remind me, then remind me", "list"),
+            Some(SYNONYM_WEIGHT)
+        );
     }
 }
