@@ -135,9 +135,7 @@ enum Shape {
 /// does not start with an upper-case letter or is not all letters and digits: only such a stem
 /// never overlaps its snake_case form, so one pass swaps both.
 fn share_key(json: &str, stem: &str, shape: Shape) -> Option<ShareKey> {
-    if !stem.starts_with(|c: char| c.is_ascii_uppercase())
-        || !stem.bytes().all(|b| b.is_ascii_alphanumeric())
-    {
+    if !apart_from_snake(stem) {
         return None;
     }
     let mask = match shape {
@@ -160,6 +158,14 @@ fn share_key(json: &str, stem: &str, shape: Shape) -> Option<ShareKey> {
         last = class;
     }
     Some(*key.finalize().as_bytes())
+}
+
+/// Whether a stem never overlaps its snake_case form anywhere in a text: it starts upper-case
+/// (the snake_case form starts lower-case) and is all letters and digits. Only such stems are
+/// swapped or masked.
+fn apart_from_snake(stem: &str) -> bool {
+    stem.starts_with(|c: char| c.is_ascii_uppercase())
+        && stem.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 /// Text written for stem `from` rewritten for stem `to`: the stem and its snake_case form.
@@ -315,9 +321,7 @@ impl Masks {
     /// `None` for a stem that could overlap its snake_case form (see [`FormatMemo`]).
     fn new(stem: &str) -> Option<Masks> {
         use heck::ToSnakeCase;
-        if !stem.starts_with(|c: char| c.is_ascii_uppercase())
-            || !stem.bytes().all(|b| b.is_ascii_alphanumeric())
-        {
+        if !apart_from_snake(stem) {
             return None;
         }
         let snake = stem.to_snake_case();

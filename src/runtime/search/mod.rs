@@ -885,7 +885,7 @@ impl SearchIndex {
         // what it means counts once, as a synonym does.
         type Span<'p> = (usize, usize, &'p Vec<String>, &'p Vec<String>);
         let mut spans: Vec<Span> = Vec::new();
-        for (phrase, means) in self.phrases_in(&raw) {
+        for (phrase, means) in &self.phrases {
             for (at, w) in raw.windows(phrase.len()).enumerate() {
                 if w == phrase.as_slice() {
                     spans.push((at, at + phrase.len(), phrase, means));
@@ -899,10 +899,10 @@ impl SearchIndex {
         };
         // Each distinct phrase not inside another adds its weight; the rest only make sure
         // what they mean is there.
-        let mut evidence: Vec<&Vec<String>> = Vec::new();
-        for &(a, b, phrase, _) in &spans {
-            if !inside(a, b) && !evidence.contains(&phrase) {
-                evidence.push(phrase);
+        let mut evidence: Vec<Span> = Vec::new();
+        for &span @ (a, b, phrase, _) in &spans {
+            if !inside(a, b) && !evidence.iter().any(|e| e.2 == phrase) {
+                evidence.push(span);
             }
         }
         let mut from_phrases: Vec<(String, f64)> = Vec::new();
@@ -912,9 +912,8 @@ impl SearchIndex {
             Some(_) => {}
             None => from_phrases.push((m.clone(), SYNONYM_WEIGHT)),
         };
-        for &phrase in &evidence {
-            let means = spans.iter().find(|s| s.2 == phrase).map(|s| s.3);
-            for m in means.into_iter().flatten() {
+        for &(_, _, _, means) in &evidence {
+            for m in means {
                 weigh(m, true);
             }
         }
