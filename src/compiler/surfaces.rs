@@ -11,18 +11,21 @@
 
 use crate::registry::{OpRecord, Registry};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 /// One provider-ready tool definition.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolDef {
+pub struct ToolDef<'a> {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    /// Borrowed from the op's record where the provider takes it as written (most ops): a copy
+    /// of every schema per surface was a tenth of a 10,000-tool build's memory.
+    pub parameters: Cow<'a, Value>,
     /// The op it runs (`None` for gateway tools).
     pub op: Option<String>,
 }
 
-impl ToolDef {
+impl ToolDef<'_> {
     /// The OpenAI / ChatToolDefinition form.
     pub fn to_chat_tool(&self) -> Value {
         json!({
@@ -33,19 +36,19 @@ impl ToolDef {
 }
 
 /// The tools array a provider receives for a list of definitions.
-pub fn tools_json(defs: &[ToolDef]) -> Value {
+pub fn tools_json(defs: &[ToolDef<'_>]) -> Value {
     Value::Array(defs.iter().map(ToolDef::to_chat_tool).collect())
 }
 
 /// [`tools_json`] as compact text, written straight from the definitions: at 10,000 ops the
 /// array as a `Value` was another copy of every schema.
-pub fn tools_text(defs: &[ToolDef]) -> String {
+pub fn tools_text(defs: &[ToolDef<'_>]) -> String {
     serde_json::to_string(&ChatTools(defs)).unwrap_or_default()
 }
 
 /// The tools array of [`tools_json`], serializable without building it: each tool's keys in
 /// the order `to_chat_tool` writes them.
-pub struct ChatTools<'a>(pub &'a [ToolDef]);
+pub struct ChatTools<'a>(pub &'a [ToolDef<'a>]);
 
 impl serde::Serialize for ChatTools<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -75,7 +78,7 @@ impl serde::Serialize for ChatTools<'_> {
 /// A direct definition. A schema with a top-level `anyOf` / `oneOf` / `allOf` (which providers
 /// refuse) is sent as its projection, one object, and the description says the constraint;
 /// exec still validates against the schema as written.
-fn direct_def(r: &OpRecord, description: String) -> ToolDef {
+fn direct_def(r: &OpRecord, description: String) -> ToolDef<'_> {
     match crate::schema::provider_projection(&r.parameters_schema) {
         Some(parameters) => {
             let constraint = crate::schema::top_level_constraint(&r.parameters_schema);
@@ -87,26 +90,26 @@ fn direct_def(r: &OpRecord, description: String) -> ToolDef {
             ToolDef {
                 name: r.provider_name.clone(),
                 description,
-                parameters,
+                parameters: Cow::Owned(parameters),
                 op: Some(r.op.clone()),
             }
         }
         None => ToolDef {
             name: r.provider_name.clone(),
             description,
-            parameters: r.parameters_schema.clone(),
+            parameters: Cow::Borrowed(&r.parameters_schema),
             op: Some(r.op.clone()),
         },
     }
 }
 
 /// One op's direct definition, with its full description.
-pub fn direct_def_full(r: &OpRecord) -> ToolDef {
+pub fn direct_def_full(r: &OpRecord) -> ToolDef<'_> {
     direct_def(r, r.description.clone())
 }
 
 /// Every visible op with its full description, in op order.
-pub fn direct(reg: &Registry) -> Vec<ToolDef> {
+pub fn direct(reg: &Registry) -> Vec<ToolDef<'_>> {
     reg.ops
         .values()
         .filter(|r| !r.hidden)
@@ -118,11 +121,11 @@ pub fn direct(reg: &Registry) -> Vec<ToolDef> {
 /// their help page, and their schema without argument descriptions (the help page has them; the
 /// runtime validates against the full schema). When any op is deferred, the gateway's help tool
 /// comes along so the pointer can be followed.
-pub fn profile(reg: &Registry, name: &str) -> Vec<ToolDef> {
+pub fn profile<'r>(reg: &'r Registry, name: &str) -> Vec<ToolDef<'r>> {
     let Some(p) = reg.profiles.get(name) else {
         return Vec::new();
     };
-    let mut out: Vec<ToolDef> = p
+    let mut out: Vec<ToolDef<'r>> = p
         .ops
         .iter()
         .filter_map(|op| reg.ops.get(op))
@@ -131,7 +134,7 @@ pub fn profile(reg: &Registry, name: &str) -> Vec<ToolDef> {
                 direct_def_full(r)
             } else {
                 let mut def = direct_def(r, deferred_description(reg, r));
-                strip_descriptions(&mut def.parameters);
+                strip_descriptions(def.parameters.to_mut());
                 def
             }
         })
@@ -194,7 +197,7 @@ pub fn sample_op(reg: &Registry) -> Option<&OpRecord> {
         .or_else(|| visible().next())
 }
 
-fn help_tool(reg: &Registry) -> ToolDef {
+fn help_tool(reg: &Registry) -> ToolDef<'static> {
     let groups = groups_phrase(reg);
     let sample = sample_op(reg).map(|r| r.op.as_str()).unwrap_or("root");
     ToolDef {
@@ -203,7 +206,7 @@ fn help_tool(reg: &Registry) -> ToolDef {
             "Look up ops and how to call them. Paths: root, a group ({}), group.entity, group.entity.read|write, or an op; op pages give usage, args and a call to copy. Example: {{\"path\": \"{sample}\"}}",
             groups
         ),
-        parameters: json!({
+        parameters: Cow::Owned(json!({
             "type": "object",
             "properties": {
                 "path": {"type": "string", "default": "root"},
@@ -212,12 +215,12 @@ fn help_tool(reg: &Registry) -> ToolDef {
                 "include_schemas": {"type": "boolean", "default": false}
             },
             "additionalProperties": false
-        }),
+        })),
         op: None,
     }
 }
 
-fn exec_tool(reg: &Registry) -> ToolDef {
+fn exec_tool(reg: &Registry) -> ToolDef<'static> {
     let call = sample_op(reg)
         .map(|r| {
             let args = r
@@ -234,7 +237,7 @@ fn exec_tool(reg: &Registry) -> ToolDef {
             "Run an op with its arguments. Example: {call}. On error, read error.help_path with {} and fix the fields it names.",
             reg.gateway.help
         ),
-        parameters: json!({
+        parameters: Cow::Owned(json!({
             "type": "object",
             "properties": {
                 "op": {"type": "string", "minLength": 1},
@@ -244,12 +247,12 @@ fn exec_tool(reg: &Registry) -> ToolDef {
             },
             "required": ["op", "args"],
             "additionalProperties": false
-        }),
+        })),
         op: None,
     }
 }
 
-fn search_tool(reg: &Registry) -> ToolDef {
+fn search_tool(reg: &Registry) -> ToolDef<'static> {
     let groups = groups(reg);
     let sample = reg
         .ops
@@ -283,7 +286,7 @@ fn search_tool(reg: &Registry) -> ToolDef {
     ToolDef {
         name: reg.gateway.search.clone(),
         description: format!("Find ops by what they do. Example: {{\"query\": \"{sample}\"}}"),
-        parameters: json!({
+        parameters: Cow::Owned(json!({
             "type": "object",
             "properties": {
                 "query": {"type": "string", "minLength": 1},
@@ -293,13 +296,13 @@ fn search_tool(reg: &Registry) -> ToolDef {
             },
             "required": ["query"],
             "additionalProperties": false
-        }),
+        })),
         op: None,
     }
 }
 
 /// The batch tool (overlay `[gateway] batch = true`): the single tools' calls in one round trip.
-fn batch_tool(reg: &Registry, name: &str) -> ToolDef {
+fn batch_tool(reg: &Registry, name: &str) -> ToolDef<'static> {
     let op = sample_op(reg).map(|r| r.op.as_str()).unwrap_or("<op>");
     ToolDef {
         name: name.to_string(),
@@ -310,7 +313,7 @@ fn batch_tool(reg: &Registry, name: &str) -> ToolDef {
             search = reg.gateway.search,
             exec = reg.gateway.exec,
         ),
-        parameters: json!({
+        parameters: Cow::Owned(json!({
             "type": "object",
             "properties": {
                 "items": {
@@ -331,13 +334,13 @@ fn batch_tool(reg: &Registry, name: &str) -> ToolDef {
             },
             "required": ["items"],
             "additionalProperties": false
-        }),
+        })),
         op: None,
     }
 }
 
 /// The gateway tools: help, exec, search, and batch when the overlay offers it.
-pub fn gateway(reg: &Registry) -> Vec<ToolDef> {
+pub fn gateway(reg: &Registry) -> Vec<ToolDef<'static>> {
     let mut tools = vec![help_tool(reg), exec_tool(reg), search_tool(reg)];
     if let Some(name) = &reg.gateway.batch {
         tools.push(batch_tool(reg, name));
