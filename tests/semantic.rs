@@ -647,9 +647,9 @@ fn seen_requests_move_ops_toward_how_people_ask() {
     let bundled = Remembering::new(Bundled::load().unwrap());
     let zero = hybrid_gateway(&metatool(), bundled.clone());
     let ((r1_zero, r5_zero, _), _) = metatool_held_out(&zero);
-    // Measured: .465 / .705 with the fusion over every op (.453 / .679 with the old lift of
-    // the four nearest).
-    assert!(r1_zero >= 0.45 && r5_zero >= 0.69, "{r1_zero} {r5_zero}");
+    // Measured: .495 / .739 with the dense share rising as the words cover less of a request
+    // (.465 / .705 at a fixed 0.4; .453 / .679 with the old lift of the four nearest).
+    assert!(r1_zero >= 0.48 && r5_zero >= 0.72, "{r1_zero} {r5_zero}");
 
     let work = tempfile::tempdir().unwrap();
     let defs = metatool_learned(work.path(), "[search]\nsemantic_weight = 0.6\n", None);
@@ -658,16 +658,17 @@ fn seen_requests_move_ops_toward_how_people_ask() {
     eprintln!(
         "held out, bundled: zero-config {r1_zero:.3} / {r5_zero:.3}; learned {r1:.3} / {r5:.3}, in-scope none {none_in:.3}, out of scope strong {strong_out:.3} none {none_out:.3}"
     );
-    // Measured: .648 / .864, in-scope none 3.5%, out of scope strong 1.0%, none 59.0% (with
-    // floors calibrated on half the dev split, learned from the other half: 2.3%, 2.8%, 52%).
-    assert!(r1 >= 0.63 && r5 >= 0.85, "{r1} {r5}");
+    // Measured: .651 / .868, in-scope none 3.3%, out of scope strong 1.0%, none 60.4% (.648 /
+    // .864, 3.5%, 1.0%, 59.0% at a fixed weight; with floors calibrated on half the dev split,
+    // learned from the other half: 2.3%, 2.8%, 52%).
+    assert!(r1 >= 0.64 && r5 >= 0.86, "{r1} {r5}");
     assert!(
         r1 >= r1_zero + 0.05,
         "seen requests add 5 points of recall@1"
     );
     assert!(none_in <= 0.05, "in-scope none {none_in}");
     assert!(
-        strong_out <= 0.05 && none_out >= 0.57,
+        strong_out <= 0.05 && none_out >= 0.59,
         "{strong_out} {none_out}"
     );
 }
@@ -707,13 +708,14 @@ fn a_sentence_transformer_from_pypi_finds_what_people_mean() {
     eprintln!(
         "held out, MiniLM-L6 learned: {r1:.3} / {r5:.3}, in-scope none {none_in:.3}, out of scope strong {strong_out:.3} none {none_out:.3}"
     );
-    // Measured: .682 / .885, in-scope none 3.0%, out of scope strong 1.4%, none 66.0% (issue
-    // 37's targets: R@5 .88; none at most 5% in scope, at least 60% out of it; strong at most
-    // 10%). With floors calibrated on half the dev split: 1.6%, 2.4%, 54%.
-    assert!(r1 >= 0.66 && r5 >= 0.87, "{r1} {r5}");
+    // Measured: .689 / .889, in-scope none 3.2%, out of scope strong 1.4%, none 67.7% (.682 /
+    // .885, 3.0%, 1.4%, 66.0% at a fixed weight; issue 37's targets: R@5 .88; none at most 5%
+    // in scope, at least 60% out of it; strong at most 10%). With floors calibrated on half the
+    // dev split: 1.6%, 2.4%, 54%.
+    assert!(r1 >= 0.67 && r5 >= 0.88, "{r1} {r5}");
     assert!(none_in <= 0.05, "in-scope none {none_in}");
     assert!(
-        strong_out <= 0.05 && none_out >= 0.60,
+        strong_out <= 0.05 && none_out >= 0.65,
         "{strong_out} {none_out}"
     );
 }

@@ -9,8 +9,10 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// The default weight of the semantic score in the fusion (0 = lexical only, 1 = semantic only),
-/// chosen on the dev sets (docs/guide.md, semantic search), never on the held-out split.
+/// The default weight of the semantic score in the fusion (0 = lexical only, 1 = semantic only)
+/// for a query the catalog's words cover; search raises it for one they barely cover
+/// (`search::fusion_weight`). Chosen on the dev sets (docs/guide.md, semantic search), never on
+/// the held-out split.
 pub const DEFAULT_WEIGHT: f64 = 0.4;
 
 /// Query embeddings kept: 1.5 MiB of vectors at 384 dimensions. `eval` embeds half as many at

@@ -269,13 +269,28 @@ enum Signals {
     /// An exact op or tool name.
     Exact,
     Scored {
+        /// The first op's coverage of the query: half of the hybrid signal.
         coverage: f64,
+        /// The coverage of the op the words alone rank first (the first op's, unfused): what
+        /// the lexical floors read, as they were calibrated on lexical search.
+        words: f64,
         cosine: Option<f32>,
     },
 }
 
 /// Each word of a query with the terms it stands for and their weights (`term_groups`).
 type Groups = Vec<(String, Vec<(String, f64)>)>;
+
+/// What `rank_ids` found for a query.
+struct Ranking {
+    /// Op indices with a positive score, best first.
+    ids: Vec<(u32, f64)>,
+    /// The query's words and the terms each stands for.
+    groups: Groups,
+    /// With fusion: the coverage of the op the words alone rank first (`words_coverage`),
+    /// which decided the fusion's weight and is what the lexical `match` floors read.
+    words_coverage: Option<f64>,
+}
 
 /// The default page size and the largest allowed.
 pub const DEFAULT_LIMIT: usize = 5;
@@ -1008,9 +1023,13 @@ impl SearchIndex {
         match signals {
             Signals::Nothing => Match::None,
             Signals::Exact => Match::Strong,
-            Signals::Scored { coverage, cosine } => match (cosine, self.hybrid_floors) {
+            Signals::Scored {
+                coverage,
+                words,
+                cosine,
+            } => match (cosine, self.hybrid_floors) {
                 (Some(c), Some(floors)) => match_for(hybrid_signal(coverage, c), floors),
-                _ => match_for(coverage, self.lexical_floors),
+                _ => match_for(words, self.lexical_floors),
             },
         }
     }
@@ -1021,12 +1040,11 @@ impl SearchIndex {
     fn signals(
         &self,
         reg: &Registry,
-        groups: &Groups,
-        best: Option<(u32, f64)>,
+        ranking: &Ranking,
         sims: Option<&[f32]>,
         allowed: &dyn Fn(&OpRecord) -> bool,
     ) -> Signals {
-        match best {
+        match ranking.ids.first().copied() {
             None => Signals::Nothing,
             Some((_, s)) if !s.is_finite() => Signals::Exact,
             Some((d, _)) => {
@@ -1038,8 +1056,12 @@ impl SearchIndex {
                         .map(|(_, c)| *c)
                         .reduce(f32::max)
                 });
+                // Fused, the first op may be one the words barely name (the encoder put it
+                // there); the lexical floors still read the op the words alone rank first.
+                let coverage = self.coverage(&ranking.groups, d);
                 Signals::Scored {
-                    coverage: self.coverage(groups, d),
+                    coverage,
+                    words: ranking.words_coverage.unwrap_or(coverage),
                     cosine,
                 }
             }
@@ -1065,15 +1087,15 @@ impl SearchIndex {
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
     ) -> Option<(f64, Option<f32>)> {
-        let (ranked, groups) = self.rank_ids(reg, query, allowed, semantic);
-        match self.signals(
-            reg,
-            &groups,
-            ranked.first().copied(),
-            semantic.map(|(s, _)| s),
-            allowed,
-        ) {
-            Signals::Scored { coverage, cosine } => Some((coverage, cosine)),
+        let ranking = self.rank_ids(reg, query, allowed, semantic);
+        match self.signals(reg, &ranking, semantic.map(|(s, _)| s), allowed) {
+            // The coverage the signal `fit` reads: the hybrid one's with a cosine, else the
+            // lexical one's.
+            Signals::Scored {
+                coverage,
+                words,
+                cosine,
+            } => Some((if cosine.is_some() { coverage } else { words }, cosine)),
             _ => None,
         }
     }
@@ -1087,14 +1109,30 @@ impl SearchIndex {
         semantic: Option<(&[f32], f64)>,
     ) -> Match {
         let allowed = |r: &OpRecord| allowed(r) && !r.hidden;
-        let (ranked, groups) = self.rank_ids(reg, query, &allowed, semantic);
-        self.fit(self.signals(
-            reg,
-            &groups,
-            ranked.first().copied(),
-            semantic.map(|(s, _)| s),
-            &allowed,
-        ))
+        let ranking = self.rank_ids(reg, query, &allowed, semantic);
+        self.fit(self.signals(reg, &ranking, semantic.map(|(s, _)| s), &allowed))
+    }
+
+    /// The coverage of the query (`coverage`) by the allowed op its words alone score best
+    /// (before fusion; equal scores go to the first op): how much of what was asked the catalog
+    /// says in its own words. 0 when no allowed op holds a word of it.
+    fn words_coverage(
+        &self,
+        groups: &Groups,
+        scores: &[f64],
+        touched: &[u32],
+        allowed: &dyn Fn(usize) -> bool,
+    ) -> f64 {
+        touched
+            .iter()
+            .copied()
+            .filter(|&d| scores[d as usize] > 0.0 && allowed(d as usize))
+            .min_by(|a, b| {
+                scores[*b as usize]
+                    .total_cmp(&scores[*a as usize])
+                    .then(a.cmp(b))
+            })
+            .map_or(0.0, |d| self.coverage(groups, d))
     }
 
     /// How much of what the query asks op `d` covers, 0..1: each query word weighs its inverse
@@ -1236,7 +1274,7 @@ impl SearchIndex {
         query: &str,
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
-    ) -> (Vec<(u32, f64)>, Groups) {
+    ) -> Ranking {
         let q = crate::text::clip_chars(query.trim(), self.limits.max_query_chars);
         let exact = reg
             .ops
@@ -1259,7 +1297,11 @@ impl SearchIndex {
         }
         // The index was built from `reg.ops` in order, so index i is the i-th record.
         let records: Vec<&OpRecord> = reg.ops.values().collect();
+        let mut words_coverage = None;
         if let Some((sims, weight)) = semantic.filter(|(s, _)| s.len() == scores.len()) {
+            let covered = self.words_coverage(&groups, &scores, &touched, &|d| allowed(records[d]));
+            words_coverage = Some(covered);
+            let weight = fusion_weight(weight, covered);
             fuse(&mut scores, &mut touched, sims, weight, &|d| {
                 allowed(records[d])
             });
@@ -1294,7 +1336,11 @@ impl SearchIndex {
                 })
                 .then_with(|| self.ops[a.0 as usize].cmp(&self.ops[b.0 as usize]))
         });
-        (scored.into_iter().map(|(d, s, _)| (d, s)).collect(), groups)
+        Ranking {
+            ids: scored.into_iter().map(|(d, s, _)| (d, s)).collect(),
+            groups,
+            words_coverage,
+        }
     }
 
     /// Every op with a positive score, best first, as (op, score); an exact op or tool name first.
@@ -1317,7 +1363,7 @@ impl SearchIndex {
         semantic: Option<(&[f32], f64)>,
     ) -> Vec<(String, f64)> {
         self.rank_ids(reg, query, allowed, semantic)
-            .0
+            .ids
             .into_iter()
             .map(|(d, s)| (self.ops[d as usize].clone(), s))
             .collect()
@@ -1356,14 +1402,9 @@ impl SearchIndex {
                     .as_deref()
                     .is_none_or(|e| r.entity.as_deref() == Some(e))
         };
-        let (ranked, groups) = self.rank_ids(reg, &req.query, &allowed, semantic);
-        let fit = self.fit(self.signals(
-            reg,
-            &groups,
-            ranked.first().copied(),
-            semantic.map(|(s, _)| s),
-            &allowed,
-        ));
+        let ranking = self.rank_ids(reg, &req.query, &allowed, semantic);
+        let fit = self.fit(self.signals(reg, &ranking, semantic.map(|(s, _)| s), &allowed));
+        let ranked = ranking.ids;
         let limit = req.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
         let offset: usize = req
             .cursor
@@ -1559,6 +1600,27 @@ fn covers(reg: &Registry, near: &[&str], allowed: &dyn Fn(&OpRecord) -> bool) ->
     }
 }
 
+/// The dense share of a query whose words no op holds (`fusion_weight`).
+const FUSION_WEIGHT_UNCOVERED: f64 = 0.8;
+
+/// From this coverage up, the configured weight applies unchanged (`fusion_weight`).
+const FUSION_COVERED_FROM: f64 = 0.3;
+
+/// The dense share of one query's fusion. The configured weight (`semantic_weight`, 0.4 by
+/// default) holds for a query whose words the op they rank first covers (coverage from 0.3); as
+/// coverage falls to 0 the share rises linearly to 0.8: the fewer of the query's words the
+/// catalog uses, the less the words can say and the more the meaning must. A request that
+/// echoes the catalog keeps its precise lexical match; one phrased as people talk ("I'm so angry!
+/// I need an apartment near work") leans on the encoder. Weight 0 stays lexical only; a weight
+/// above 0.8 is kept as it is. Chosen on the dev sets only (docs/guide.md, semantic search).
+fn fusion_weight(weight: f64, best_coverage: f64) -> f64 {
+    if weight <= 0.0 || weight >= FUSION_WEIGHT_UNCOVERED {
+        return weight;
+    }
+    let uncovered = 1.0 - (best_coverage / FUSION_COVERED_FROM).clamp(0.0, 1.0);
+    weight + (FUSION_WEIGHT_UNCOVERED - weight) * uncovered
+}
+
 /// Fusion, a convex combination over every allowed op: `(1 - weight)` of its lexical score and
 /// `weight` of its cosine scaled between the worst and best allowed op, both in units of the
 /// query's best lexical score (so confidences read as before). An exact name (infinite score)
@@ -1623,6 +1685,21 @@ mod tests {
         assert_eq!(stem("updating"), stem("update"));
         assert_eq!(stem("status"), "status");
         assert_eq!(stem("meetings"), "meet");
+    }
+
+    /// The fusion's dense share: the configured weight for a query the catalog's words cover,
+    /// rising to 0.8 as they cover none of it; lexical only (0) and weights from 0.8 unchanged.
+    #[test]
+    fn the_dense_share_rises_as_the_words_cover_less() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(fusion_weight(0.4, 0.3), 0.4));
+        assert!(close(fusion_weight(0.4, 0.9), 0.4));
+        assert!(close(fusion_weight(0.4, 0.15), 0.6));
+        assert!(close(fusion_weight(0.4, 0.0), 0.8));
+        assert!(close(fusion_weight(0.6, 0.0), 0.8));
+        assert!(close(fusion_weight(0.0, 0.0), 0.0));
+        assert!(close(fusion_weight(0.9, 0.0), 0.9));
+        assert!(close(fusion_weight(1.0, 0.5), 1.0));
     }
 
     /// Everyday phrases of one query: two distinct ones that mean one word add their weights (up
