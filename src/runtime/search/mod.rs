@@ -287,8 +287,9 @@ struct Ranking {
     ids: Vec<(u32, f64)>,
     /// The query's words and the terms each stands for.
     groups: Groups,
-    /// With fusion: the coverage of the op the words alone rank first (`words_coverage`),
-    /// which decided the fusion's weight and is what the lexical `match` floors read.
+    /// With fusion: the coverage of the op the words alone rank first (lexical search's first
+    /// answer; 0 when no op holds a word), which decided the fusion's weight and is what the
+    /// lexical `match` floors read.
     words_coverage: Option<f64>,
 }
 
@@ -1113,28 +1114,6 @@ impl SearchIndex {
         self.fit(self.signals(reg, &ranking, semantic.map(|(s, _)| s), &allowed))
     }
 
-    /// The coverage of the query (`coverage`) by the allowed op its words alone score best
-    /// (before fusion; equal scores go to the first op): how much of what was asked the catalog
-    /// says in its own words. 0 when no allowed op holds a word of it.
-    fn words_coverage(
-        &self,
-        groups: &Groups,
-        scores: &[f64],
-        touched: &[u32],
-        allowed: &dyn Fn(usize) -> bool,
-    ) -> f64 {
-        touched
-            .iter()
-            .copied()
-            .filter(|&d| scores[d as usize] > 0.0 && allowed(d as usize))
-            .min_by(|a, b| {
-                scores[*b as usize]
-                    .total_cmp(&scores[*a as usize])
-                    .then(a.cmp(b))
-            })
-            .map_or(0.0, |d| self.coverage(groups, d))
-    }
-
     /// How much of what the query asks op `d` covers, 0..1: each query word weighs its inverse
     /// document frequency (a word no op uses weighs the most: it is what the catalog lacks)
     /// and counts as covered by the op at the weight of the best term it holds (the word
@@ -1297,26 +1276,21 @@ impl SearchIndex {
         }
         // The index was built from `reg.ops` in order, so index i is the i-th record.
         let records: Vec<&OpRecord> = reg.ops.values().collect();
-        let mut words_coverage = None;
-        if let Some((sims, weight)) = semantic.filter(|(s, _)| s.len() == scores.len()) {
-            let covered = self.words_coverage(&groups, &scores, &touched, &|d| allowed(records[d]));
-            words_coverage = Some(covered);
-            let weight = fusion_weight(weight, covered);
-            fuse(&mut scores, &mut touched, sims, weight, &|d| {
-                allowed(records[d])
-            });
-        }
-        let mut scored: Vec<(u32, f64, bool)> = touched
-            .into_iter()
-            .filter(|d| scores[*d as usize] > 0.0 && allowed(records[*d as usize]))
-            .map(|d| {
-                (
-                    d,
-                    scores[d as usize],
-                    records[d as usize].kind == Kind::Write,
-                )
-            })
-            .collect();
+        // Allowed ops with a positive score, each with whether it writes.
+        let scored = |scores: &[f64], touched: &[u32]| -> Vec<(u32, f64, bool)> {
+            touched
+                .iter()
+                .copied()
+                .filter(|d| scores[*d as usize] > 0.0 && allowed(records[*d as usize]))
+                .map(|d| {
+                    (
+                        d,
+                        scores[d as usize],
+                        records[d as usize].kind == Kind::Write,
+                    )
+                })
+                .collect()
+        };
         let key = |s: f64| {
             if s.is_finite() {
                 (s * 1e6).round() as i64
@@ -1324,7 +1298,8 @@ impl SearchIndex {
                 i64::MAX
             }
         };
-        scored.sort_by(|a, b| {
+        // Best first: score, then writes first when the query has a write verb, then op name.
+        let order = |a: &(u32, f64, bool), b: &(u32, f64, bool)| {
             key(b.1)
                 .cmp(&key(a.1))
                 .then_with(|| {
@@ -1335,7 +1310,22 @@ impl SearchIndex {
                     }
                 })
                 .then_with(|| self.ops[a.0 as usize].cmp(&self.ops[b.0 as usize]))
-        });
+        };
+        let mut words_coverage = None;
+        if let Some((sims, weight)) = semantic.filter(|(s, _)| s.len() == scores.len()) {
+            // The op lexical search would answer first, and how much of the query it covers.
+            let covered = scored(&scores, &touched)
+                .iter()
+                .min_by(|a, b| order(a, b))
+                .map_or(0.0, |(d, _, _)| self.coverage(&groups, *d));
+            words_coverage = Some(covered);
+            let weight = fusion_weight(weight, covered);
+            fuse(&mut scores, &mut touched, sims, weight, &|d| {
+                allowed(records[d])
+            });
+        }
+        let mut scored = scored(&scores, &touched);
+        scored.sort_by(order);
         Ranking {
             ids: scored.into_iter().map(|(d, s, _)| (d, s)).collect(),
             groups,
@@ -1613,11 +1603,11 @@ const FUSION_COVERED_FROM: f64 = 0.3;
 /// echoes the catalog keeps its precise lexical match; one phrased as people talk ("I'm so angry!
 /// I need an apartment near work") leans on the encoder. Weight 0 stays lexical only; a weight
 /// above 0.8 is kept as it is. Chosen on the dev sets only (docs/guide.md, semantic search).
-fn fusion_weight(weight: f64, best_coverage: f64) -> f64 {
+fn fusion_weight(weight: f64, words_coverage: f64) -> f64 {
     if weight <= 0.0 || weight >= FUSION_WEIGHT_UNCOVERED {
         return weight;
     }
-    let uncovered = 1.0 - (best_coverage / FUSION_COVERED_FROM).clamp(0.0, 1.0);
+    let uncovered = 1.0 - (words_coverage / FUSION_COVERED_FROM).clamp(0.0, 1.0);
     weight + (FUSION_WEIGHT_UNCOVERED - weight) * uncovered
 }
 
