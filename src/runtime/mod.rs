@@ -399,19 +399,25 @@ impl Gateway {
         self.help.unknown_among(&self.registry, asked, visible)
     }
 
-    /// How well a query's best op fits (`match` of its search answer) and that op's coverage
-    /// of the query (`None` for an exact name or when no op matched a word): what `eval`
-    /// measures abstention with.
+    /// How well a query's best op fits (`match` of its search answer) and the coverage of the
+    /// query that `match` was decided on (`None` for an exact name or when no op matched a
+    /// word): what `eval` measures abstention with.
     pub fn assess(&self, query: &str) -> (search::Match, Option<f64>) {
         let mut req = SearchRequest::query(query);
         req.limit = Some(1);
         let fit = self.search(&req).match_;
-        (fit, self.match_signals(query).map(|(coverage, _)| coverage))
+        (fit, self.signals(query).map(|s| s.deciding_coverage()))
     }
 
-    /// The signals `match` is decided on for a query, as this gateway searches: the best op's
-    /// coverage and, with hybrid ranking, the nearest op's cosine (`eval --calibrate`).
+    /// The signals floors are calibrated on for a query, as this gateway searches: the
+    /// coverage the hybrid signal uses (with a model fused) or the lexical one, and with hybrid
+    /// ranking the nearest op's cosine (`eval --calibrate`).
     pub fn match_signals(&self, query: &str) -> Option<(f64, Option<f32>)> {
+        self.signals(query)
+            .map(|s| (s.calibration_coverage(), s.cosine))
+    }
+
+    fn signals(&self, query: &str) -> Option<search::MatchSignals> {
         let semantic = self.semantic(query);
         self.index().match_signals(
             &self.registry,

@@ -281,6 +281,41 @@ enum Signals {
 /// Each word of a query with the terms it stands for and their weights (`term_groups`).
 type Groups = Vec<(String, Vec<(String, f64)>)>;
 
+/// What `match` is decided on for one query ([`SearchIndex::match_signals`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MatchSignals {
+    /// The first op's coverage of the query (half of the hybrid signal).
+    pub coverage: f64,
+    /// The coverage of the op the words alone rank first (what the lexical floors read); the
+    /// first op's when the ranking is lexical.
+    pub words: f64,
+    /// The nearest allowed op's cosine, when a model is fused.
+    pub cosine: Option<f32>,
+    /// Whether `match` was decided by hybrid floors (a model fused, and floors for it).
+    pub hybrid_floors: bool,
+}
+
+impl MatchSignals {
+    /// The coverage the hybrid signal uses when a model is fused, else the lexical one's: what
+    /// floors are calibrated on (`eval --calibrate`, `learn`), whichever floors apply now.
+    pub fn calibration_coverage(&self) -> f64 {
+        if self.cosine.is_some() {
+            self.coverage
+        } else {
+            self.words
+        }
+    }
+
+    /// The coverage `match` was decided on.
+    pub fn deciding_coverage(&self) -> f64 {
+        if self.hybrid_floors {
+            self.coverage
+        } else {
+            self.words
+        }
+    }
+}
+
 /// What `rank_ids` found for a query.
 struct Ranking {
     /// Op indices with a positive score, best first.
@@ -1079,24 +1114,27 @@ impl SearchIndex {
     }
 
     /// The signals `match` reads for a query, as search decides them (ranking fused when
-    /// `semantic` is given): the best op's coverage and the nearest op's cosine; `None` for an
-    /// exact name or when no op matched. `eval --calibrate` chooses floors from them.
+    /// `semantic` is given); `None` for an exact name or when no op matched. `eval --calibrate`
+    /// chooses floors from them.
     pub fn match_signals(
         &self,
         reg: &Registry,
         query: &str,
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
-    ) -> Option<(f64, Option<f32>)> {
+    ) -> Option<MatchSignals> {
         let ranking = self.rank_ids(reg, query, allowed, semantic);
         match self.signals(reg, &ranking, semantic.map(|(s, _)| s), allowed) {
-            // The coverage the signal `fit` reads: the hybrid one's with a cosine, else the
-            // lexical one's.
             Signals::Scored {
                 coverage,
                 words,
                 cosine,
-            } => Some((if cosine.is_some() { coverage } else { words }, cosine)),
+            } => Some(MatchSignals {
+                coverage,
+                words,
+                cosine,
+                hybrid_floors: cosine.is_some() && self.hybrid_floors.is_some(),
+            }),
             _ => None,
         }
     }
