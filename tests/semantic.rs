@@ -59,6 +59,18 @@ fn metatool() -> std::path::PathBuf {
 /// A test encoder with another identity (the bundled one's vectors, relabeled).
 struct Relabeled(Bundled, ModelIdentity);
 
+/// The bundled encoder under another model's identity.
+fn someone_else() -> Relabeled {
+    Relabeled(
+        Bundled::load().unwrap(),
+        ModelIdentity {
+            name: "someone/else".into(),
+            dimensions: 384,
+            weights: "sha256:0".into(),
+        },
+    )
+}
+
 impl Encoder for Relabeled {
     fn identity(&self) -> &ModelIdentity {
         &self.1
@@ -99,14 +111,7 @@ fn vectors_are_cached_checked_and_fused_into_search() {
     assert_ne!(phrased_file.data, file.data);
 
     // Vectors of another model or registry are refused, with what to do.
-    let other = Relabeled(
-        Bundled::load().unwrap(),
-        ModelIdentity {
-            name: "someone/else".into(),
-            dimensions: 384,
-            weights: "sha256:0".into(),
-        },
-    );
+    let other = someone_else();
     let err = file.for_registry(&reg, other.identity()).unwrap_err();
     assert!(
         err.contains("someone/else") && err.contains("rebuild"),
@@ -571,14 +576,7 @@ fn hybrid_search_says_when_nothing_fits() {
 /// `match` and the coverage `eval` shows for it are lexical search's, while the ranking differs.
 #[test]
 fn a_model_without_floors_matches_as_lexical_search_does() {
-    let other = Relabeled(
-        Bundled::load().unwrap(),
-        ModelIdentity {
-            name: "someone/else".into(),
-            dimensions: 384,
-            weights: "sha256:0".into(),
-        },
-    );
+    let other = someone_else();
     let hybrid = hybrid_gateway(&metatool(), Arc::new(other));
     let reg = toolreg::compiler::compile(&metatool()).registry.unwrap();
     let help = toolreg::emit::help::build(&reg);
