@@ -268,14 +268,7 @@ enum Signals {
     Nothing,
     /// An exact op or tool name.
     Exact,
-    Scored {
-        /// The first op's coverage of the query: half of the hybrid signal.
-        coverage: f64,
-        /// The coverage of the op the words alone rank first (the first op's, unfused): what
-        /// the lexical floors read, as they were calibrated on lexical search.
-        words: f64,
-        cosine: Option<f32>,
-    },
+    Scored(MatchSignals),
 }
 
 /// Each word of a query with the terms it stands for and their weights (`term_groups`).
@@ -1059,13 +1052,9 @@ impl SearchIndex {
         match signals {
             Signals::Nothing => Match::None,
             Signals::Exact => Match::Strong,
-            Signals::Scored {
-                coverage,
-                words,
-                cosine,
-            } => match (cosine, self.hybrid_floors) {
-                (Some(c), Some(floors)) => match_for(hybrid_signal(coverage, c), floors),
-                _ => match_for(words, self.lexical_floors),
+            Signals::Scored(s) => match (s.cosine, self.hybrid_floors) {
+                (Some(c), Some(floors)) => match_for(hybrid_signal(s.coverage, c), floors),
+                _ => match_for(s.words, self.lexical_floors),
             },
         }
     }
@@ -1095,11 +1084,12 @@ impl SearchIndex {
                 // Fused, the first op may be one the words barely name (the encoder put it
                 // there); the lexical floors still read the op the words alone rank first.
                 let coverage = self.coverage(&ranking.groups, d);
-                Signals::Scored {
+                Signals::Scored(MatchSignals {
                     coverage,
                     words: ranking.words_coverage.unwrap_or(coverage),
                     cosine,
-                }
+                    hybrid_floors: cosine.is_some() && self.hybrid_floors.is_some(),
+                })
             }
         }
     }
@@ -1125,16 +1115,7 @@ impl SearchIndex {
     ) -> Option<MatchSignals> {
         let ranking = self.rank_ids(reg, query, allowed, semantic);
         match self.signals(reg, &ranking, semantic.map(|(s, _)| s), allowed) {
-            Signals::Scored {
-                coverage,
-                words,
-                cosine,
-            } => Some(MatchSignals {
-                coverage,
-                words,
-                cosine,
-                hybrid_floors: cosine.is_some() && self.hybrid_floors.is_some(),
-            }),
+            Signals::Scored(signals) => Some(signals),
             _ => None,
         }
     }
@@ -1314,21 +1295,6 @@ impl SearchIndex {
         }
         // The index was built from `reg.ops` in order, so index i is the i-th record.
         let records: Vec<&OpRecord> = reg.ops.values().collect();
-        // Allowed ops with a positive score, each with whether it writes.
-        let scored = |scores: &[f64], touched: &[u32]| -> Vec<(u32, f64, bool)> {
-            touched
-                .iter()
-                .copied()
-                .filter(|d| scores[*d as usize] > 0.0 && allowed(records[*d as usize]))
-                .map(|d| {
-                    (
-                        d,
-                        scores[d as usize],
-                        records[d as usize].kind == Kind::Write,
-                    )
-                })
-                .collect()
-        };
         let key = |s: f64| {
             if s.is_finite() {
                 (s * 1e6).round() as i64
@@ -1352,17 +1318,16 @@ impl SearchIndex {
         let mut words_coverage = None;
         if let Some((sims, weight)) = semantic.filter(|(s, _)| s.len() == scores.len()) {
             // The op lexical search would answer first, and how much of the query it covers.
-            let covered = scored(&scores, &touched)
-                .iter()
+            let covered = scored(&scores, &touched, &records, allowed)
                 .min_by(|a, b| order(a, b))
-                .map_or(0.0, |(d, _, _)| self.coverage(&groups, *d));
+                .map_or(0.0, |(d, _, _)| self.coverage(&groups, d));
             words_coverage = Some(covered);
             let weight = fusion_weight(weight, covered);
             fuse(&mut scores, &mut touched, sims, weight, &|d| {
                 allowed(records[d])
             });
         }
-        let mut scored = scored(&scores, &touched);
+        let mut scored: Vec<_> = scored(&scores, &touched, &records, allowed).collect();
         scored.sort_by(order);
         Ranking {
             ids: scored.into_iter().map(|(d, s, _)| (d, s)).collect(),
@@ -1626,6 +1591,23 @@ fn covers(reg: &Registry, near: &[&str], allowed: &dyn Fn(&OpRecord) -> bool) ->
     } else {
         shown.join("; ")
     }
+}
+
+/// The allowed ops of `touched` with a positive score: (op index, score, whether it writes).
+fn scored<'a>(
+    scores: &'a [f64],
+    touched: &'a [u32],
+    records: &'a [&OpRecord],
+    allowed: &'a dyn Fn(&OpRecord) -> bool,
+) -> impl Iterator<Item = (u32, f64, bool)> + 'a {
+    touched
+        .iter()
+        .copied()
+        .filter(|&d| scores[d as usize] > 0.0 && allowed(records[d as usize]))
+        .map(|d| {
+            let i = d as usize;
+            (d, scores[i], records[i].kind == Kind::Write)
+        })
 }
 
 /// The dense share of a query whose words no op holds (`fusion_weight`).
