@@ -678,6 +678,47 @@ fn discovery_calls_and_their_error_codes() {
         .unwrap()
         .iter()
         .any(|t| t["tool_id"] == "onto.task.list"));
+    // Tags name tools across the tree (the example overlay tags three ops `graph`): from the
+    // root they list every tagged tool and only the groups that hold one, and a query ranks
+    // only tagged tools.
+    let tagged = |path: NodePath, query: Option<&str>| {
+        gw.list(
+            &ListRequest {
+                path,
+                tags: vec!["graph".into()],
+                query: query.map(str::to_string),
+                ..Default::default()
+            },
+            &all,
+        )
+    };
+    let ids = |page: &serde_json::Value| -> Vec<String> {
+        let mut ids: Vec<String> = page["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["tool_id"].as_str().unwrap().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let graph = [
+        "onto.edge.link",
+        "onto.edge.unlink",
+        "onto.project.graph.reorganize",
+    ];
+    let root = tagged(NodePath::default(), None);
+    assert_eq!(ids(&root), graph, "{root}");
+    let groups: Vec<&serde_json::Value> = root["nodes"].as_array().unwrap().iter().collect();
+    assert_eq!(groups.len(), 1, "{root}");
+    assert_eq!(groups[0]["name"], "onto");
+    assert_eq!(groups[0]["tools"], 3);
+    let asked = tagged(NodePath::Dotted("onto".into()), Some("link two entities"));
+    assert!(
+        ids(&asked).iter().all(|id| graph.contains(&id.as_str())),
+        "{asked}"
+    );
+    assert!(!ids(&asked).is_empty(), "{asked}");
     let bad = gw.list(
         &ListRequest {
             path: NodePath::Dotted("onto.tsk".into()),

@@ -148,7 +148,13 @@ impl Gateway {
             return self.unknown_path(&segs);
         };
         let visible = self.visible(scope);
-        let ops: Vec<&OpRecord> = ops.into_iter().filter(|r| visible(r)).collect();
+        // Tags filter everything below the path: the nodes are counted by their tagged tools, and
+        // a query ranks only tagged tools.
+        let tagged = |r: &OpRecord| req.tags.iter().all(|t| r.tags.contains(t));
+        let ops: Vec<&OpRecord> = ops
+            .into_iter()
+            .filter(|r| visible(r) && tagged(r))
+            .collect();
         let count = |pred: &dyn Fn(&OpRecord) -> bool| ops.iter().filter(|r| pred(r)).count();
         let nodes: Vec<Value> = match segs.as_slice() {
             [] => reg
@@ -165,8 +171,10 @@ impl Gateway {
                 .collect(),
             _ => Vec::new(),
         };
-        // Tools directly at this node (the root has none: it lists groups).
+        // Tools directly at this node (the root has none: it lists groups); with tags, every
+        // tagged tool below it, since a tag names tools across the tree.
         let here = |r: &OpRecord| match segs.len() {
+            _ if !req.tags.is_empty() => true,
             0 => false,
             1 => r.entity.is_none(),
             _ => true,
@@ -177,9 +185,6 @@ impl Gateway {
             .filter(|r| here(r))
             .map(|r| (r, None))
             .collect();
-        if !req.tags.is_empty() {
-            tools.retain(|(r, _)| req.tags.iter().all(|t| r.tags.contains(t)));
-        }
         if let Some(q) = req.query.as_deref().filter(|q| !q.trim().is_empty()) {
             // A query searches everything below the path, not only this node's own tools.
             let ranked = self
