@@ -713,6 +713,19 @@ fn discovery_calls_and_their_error_codes() {
     assert_eq!(groups.len(), 1, "{root}");
     assert_eq!(groups[0]["name"], "onto");
     assert_eq!(groups[0]["tools"], 3);
+    // A node shows its tools' tags (seed 001's node `tags`), so a model sees what to narrow by.
+    assert_eq!(groups[0]["tags"], serde_json::json!(["bulk", "graph"]));
+    let untagged = gw.list(&ListRequest::default(), &all);
+    let tags_of = |name: &str| {
+        untagged["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .map(|n| n["tags"].clone())
+    };
+    assert_eq!(tags_of("onto"), Some(serde_json::json!(["bulk", "graph"])));
+    assert_eq!(tags_of("calendar"), Some(serde_json::json!([])));
     let asked = tagged(NodePath::Dotted("onto".into()), Some("link two entities"));
     assert!(
         ids(&asked).iter().all(|id| graph.contains(&id.as_str())),

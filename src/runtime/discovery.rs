@@ -155,19 +155,37 @@ impl Gateway {
             .into_iter()
             .filter(|r| visible(r) && tagged(r))
             .collect();
-        let count = |pred: &dyn Fn(&OpRecord) -> bool| ops.iter().filter(|r| pred(r)).count();
+        // A node as seed 001 shows it: its tools (as many as the caller may see) and their tags,
+        // so a model can narrow a later `list` by a tag it saw.
+        let node = |name: &str,
+                    path: Vec<&str>,
+                    summary: &str,
+                    under: &dyn Fn(&OpRecord) -> bool| {
+            let mut tools = 0;
+            let mut tags = std::collections::BTreeSet::new();
+            for r in ops.iter().filter(|r| under(r)) {
+                tools += 1;
+                tags.extend(r.tags.iter().map(String::as_str));
+            }
+            (tools > 0).then(|| json!({"name": name, "path": path, "summary": summary, "tags": tags, "tools": tools}))
+        };
         let nodes: Vec<Value> = match segs.as_slice() {
             [] => reg
                 .tree
                 .iter()
-                .map(|(g, n)| json!({"name": g, "path": [g], "summary": n.summary, "tools": count(&|r| &r.group == g)}))
-                .filter(|v| v["tools"].as_u64() > Some(0))
+                .filter_map(|(g, n)| node(g, vec![g], &n.summary, &|r| &r.group == g))
                 .collect(),
             [g] => reg.tree[g]
                 .entities
                 .iter()
-                .map(|(e, n)| json!({"name": e, "path": [g, e], "summary": n.summary.clone().unwrap_or_default(), "tools": count(&|r| &r.group == g && r.entity.as_deref() == Some(e.as_str()))}))
-                .filter(|v| v["tools"].as_u64() > Some(0))
+                .filter_map(|(e, n)| {
+                    node(
+                        e,
+                        vec![g, e],
+                        n.summary.as_deref().unwrap_or_default(),
+                        &|r| &r.group == g && r.entity.as_deref() == Some(e.as_str()),
+                    )
+                })
                 .collect(),
             _ => Vec::new(),
         };
