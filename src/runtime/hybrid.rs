@@ -106,9 +106,11 @@ impl Hybrid {
         self.weight
     }
 
-    /// Whether the encoder is the bundled one (search's hybrid `match` floors are its).
-    pub fn is_bundled(&self) -> bool {
-        self.encoder.identity().name.starts_with("pocket-encoder/")
+    /// The hybrid `match` floors measured for this encoder, when it is one toolreg knows
+    /// ([`super::search::known_hybrid_floors`]).
+    pub fn known_floors(&self) -> Option<crate::model::registry::MatchFloors> {
+        let identity = self.encoder.identity();
+        super::search::known_hybrid_floors(&identity.name, &identity.weights)
     }
 
     /// Embeds the queries not cached yet in one call and caches them, so searching them next

