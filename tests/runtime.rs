@@ -998,3 +998,24 @@ fn hostile_sizes_are_answered_small_and_fast() {
         started.elapsed()
     );
 }
+
+/// `match_floors` says which floors `match` reads and where they come from (`eval` prints it):
+/// the defaults, or the registry's own.
+#[test]
+fn match_floors_say_where_they_come_from() {
+    use toolreg::runtime::search::LEXICAL_FLOORS;
+    let defaults = gateway().match_floors();
+    assert_eq!(defaults.signal, "lexical");
+    assert_eq!(defaults.floors, LEXICAL_FLOORS);
+    assert_eq!(defaults.source, "the defaults");
+    let mut reg = gateway().registry().clone();
+    let own = toolreg::model::registry::MatchFloors {
+        none_below: 0.1,
+        strong_from: 0.6,
+    };
+    reg.search.match_lexical = Some(own);
+    let help = toolreg::emit::help::build(&reg);
+    let floors = Gateway::new(reg, help).unwrap().match_floors();
+    assert_eq!(floors.floors, own);
+    assert_eq!(floors.source, "the registry's [search] match_lexical");
+}

@@ -366,9 +366,60 @@ fn a_sentence_transformer_folder_is_a_second_encoder() {
     assert!(!hits["results"].as_array().unwrap().is_empty(), "{hits}");
     fails_saying(&search("out/registry.json", &[]), "pass the same --model");
 
+    // `eval` says which floors `match` read: this folder (the bundled weights under another
+    // name) has none of its own, so the lexical defaults, and how to choose its own; the bundled
+    // encoder's vectors answer by the floors measured for it.
+    let queries = work.path().join("queries.jsonl");
+    std::fs::write(
+        &queries,
+        "{\"query\": \"store a fact about a person\", \"expected\": [\"create_entities\"]}\n\
+         {\"query\": \"post a message in the team channel\", \"expected\": [\"slack_post_message\"]}\n",
+    )
+    .unwrap();
+    let eval = |registry: &str, extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "--queries",
+            queries.to_str().unwrap(),
+            "--registry",
+            registry,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let run = toolreg(work.path(), &args);
+        assert!(run.status.success(), "{}", stderr(&run));
+        let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        v["match_floors"].clone()
+    };
+    let unknown = eval("out/registry.json", &["--model", model_arg]);
+    assert_eq!(unknown["signal"], "lexical", "{unknown}");
+    assert_eq!(
+        unknown["none_below"],
+        toolreg::runtime::search::LEXICAL_FLOORS.none_below
+    );
+    let said = unknown["source"].as_str().unwrap();
+    assert!(
+        said.contains("has no hybrid floors of its own") && said.contains("eval --calibrate"),
+        "{said}"
+    );
+
     // The reverse: vectors of the bundled model, searched with --model.
     let bundled_run = compile("build", "bundled", "registry,help,vectors", None);
     assert!(bundled_run.status.success(), "{}", stderr(&bundled_run));
+    let known = eval("bundled/registry.json", &[]);
+    assert_eq!(known["signal"], "hybrid", "{known}");
+    assert_eq!(
+        known["strong_from"],
+        toolreg::runtime::search::BUNDLED_HYBRID_FLOORS.strong_from
+    );
+    assert!(
+        known["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("measured for pocket-encoder/"),
+        "{known}"
+    );
     fails_saying(
         &search("bundled/registry.json", &["--model", model_arg]),
         "leave out --model",

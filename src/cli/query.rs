@@ -295,6 +295,7 @@ pub(super) fn eval(run: EvalRun) -> ExitCode {
     };
     let ran = toolreg::runtime::eval::run(&gw, &text, k);
     progress.finish();
+    let floors = gw.match_floors();
     match ran {
         Ok(report) => {
             match format {
@@ -303,10 +304,23 @@ pub(super) fn eval(run: EvalRun) -> ExitCode {
                     if let Some(a) = abstention {
                         v["out_of_scope"] = a;
                     }
+                    v["match_floors"] = serde_json::json!({
+                        "signal": floors.signal,
+                        "none_below": floors.floors.none_below,
+                        "strong_from": floors.floors.strong_from,
+                        "source": floors.source,
+                    });
                     print_json(&v)
                 }
                 Format::Text => {
                     print!("{}", report.render_text());
+                    println!(
+                        "\nmatch floors ({}): none below {}, strong from {}; {}",
+                        floors.signal,
+                        floors.floors.none_below,
+                        floors.floors.strong_from,
+                        floors.source
+                    );
                     if let Some(a) = abstention {
                         println!(
                             "\nout of scope ({} queries): answered strong {}, weak {}, none {}",

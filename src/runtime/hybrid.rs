@@ -106,6 +106,11 @@ impl Hybrid {
         self.weight
     }
 
+    /// The encoder's model name, as its vectors record it.
+    pub fn model_name(&self) -> &str {
+        &self.encoder.identity().name
+    }
+
     /// The hybrid `match` floors measured for this encoder, when it is one toolreg knows
     /// ([`super::search::known_hybrid_floors`]).
     pub fn known_floors(&self) -> Option<crate::model::registry::MatchFloors> {

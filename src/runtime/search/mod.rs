@@ -261,6 +261,17 @@ pub const ALL_MINILM_L6_V2_FLOORS: MatchFloors = MatchFloors {
     strong_from: 0.65,
 };
 
+/// The floors `match` reads for a gateway, and where they come from (`eval` shows them, so a
+/// team sees whether its model answers by floors chosen for it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FloorsInUse {
+    /// `hybrid` (the nearest op's cosine plus half the coverage) or `lexical` (the coverage).
+    pub signal: &'static str,
+    pub floors: MatchFloors,
+    /// Where the floors come from, in words.
+    pub source: String,
+}
+
 /// The hybrid `match` floors for a fused encoder whose cosine scale was measured here, by the
 /// model's name and weights identity (`vectors.json`'s `model`): the bundled encoder and
 /// all-MiniLM-L6-v2. Any other model's answers use the lexical floors until the registry
