@@ -323,45 +323,14 @@ impl Gateway {
         &self.registry
     }
 
-    /// The floors `match` reads and where they come from: with a model fused, the registry's
-    /// hybrid floors or those measured for the model; otherwise (or for a model without either)
-    /// the lexical floors, the registry's or the defaults.
+    /// The floors `match` reads and where they come from ([`SearchIndex::floors_in_use`]; the
+    /// search index is read or built, as a search would).
     pub fn match_floors(&self) -> search::FloorsInUse {
-        let reg = self.registry();
-        let lexical = |why: &str| match reg.search.match_lexical {
-            Some(floors) => search::FloorsInUse {
-                signal: "lexical",
-                floors,
-                source: format!("the registry's [search] match_lexical{why}"),
-            },
-            None => search::FloorsInUse {
-                signal: "lexical",
-                floors: search::LEXICAL_FLOORS,
-                source: format!("the defaults{why}"),
-            },
-        };
         #[cfg(feature = "semantic")]
-        if let Some(hybrid) = &self.hybrid {
-            let source = match (reg.search.match_hybrid, self.dense_floors) {
-                (Some(floors), _) => Some((floors, "the registry's [search] match_hybrid".into())),
-                (None, Some(floors)) => {
-                    Some((floors, format!("measured for {}", hybrid.model_name())))
-                }
-                (None, None) => None,
-            };
-            return match source {
-                Some((floors, source)) => search::FloorsInUse {
-                    signal: "hybrid",
-                    floors,
-                    source,
-                },
-                None => lexical(&format!(
-                    "; {} has no hybrid floors of its own (choose them with `toolreg eval --calibrate` or `toolreg learn`)",
-                    hybrid.model_name()
-                )),
-            };
-        }
-        lexical("")
+        let fused = self.hybrid.as_ref().map(|h| h.model_name());
+        #[cfg(not(feature = "semantic"))]
+        let fused = None;
+        self.index().floors_in_use(fused)
     }
 
     /// Sets how much of a search query is read ([`search::SearchLimits`]; the defaults bound

@@ -341,16 +341,13 @@ fn output_state_at(out: &Path, record: &BuildRecord, now: std::time::SystemTime)
     }
 }
 
-/// The manifest hash of the file at `path`, read in 64 KiB pieces through a buffer each thread
-/// keeps. Reading each file whole cost a fresh allocation per file, faulted in and zeroed by the
-/// kernel: most of the CPU of a no-change rebuild run right after a build (230 MB of output at
-/// 10,000 tools, every file hashed since none has settled yet).
+/// The manifest hash of the file at `path`, read in pieces. Reading each file whole cost a
+/// fresh allocation per file, faulted in and zeroed by the kernel: most of the CPU of a
+/// no-change rebuild run right after a build (230 MB of output at 10,000 tools, every file
+/// hashed since none has settled yet).
 fn file_hash(path: &Path) -> Option<String> {
-    thread_local! {
-        static BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 64 << 10]);
-    }
     let file = fs::File::open(path).ok()?;
-    BUFFER.with_borrow_mut(|buffer| crate::emit::manifest_hash_of_reader(file, buffer).ok())
+    crate::emit::manifest_hash_of_reader(file).ok()
 }
 
 /// A digest of the stat identity of `files` (paths relative to `out`), as git's index keeps one

@@ -253,9 +253,9 @@ pub const ALL_MINILM_L6_V2: &str = "blake3:8087e9bf97c265f8+tokenizer:blake3:824
 
 /// Hybrid floors for all-MiniLM-L6-v2 ([`ALL_MINILM_L6_V2`]), chosen as the bundled encoder's
 /// were, on the development sets only: `none` below 0.27 (MetaTool dev: in-scope 4.7% none,
-/// out-of-scope 40.9% none; the phrasing dev set and the seed queries at most 2.8% and 3.4%
-/// in-scope none from floors of 0.29 and 0.40), `strong` from 0.65 (no out-of-scope MetaTool dev
-/// query `strong`; 0.6 let one through).
+/// out-of-scope 40.9% none; the phrasing dev set and the seed queries reach 5% in-scope none
+/// only from 0.29 and 0.40), `strong` from 0.65 (no out-of-scope MetaTool dev query `strong`;
+/// 0.6 let one through).
 pub const ALL_MINILM_L6_V2_FLOORS: MatchFloors = MatchFloors {
     none_below: 0.27,
     strong_from: 0.65,
@@ -1139,6 +1139,36 @@ impl SearchIndex {
     /// uses its own floors with any model. Otherwise `match` uses the lexical floors.
     pub fn set_dense_floors(&mut self, known: Option<MatchFloors>) {
         self.hybrid_floors = self.registry_hybrid_floors.or(known);
+    }
+
+    /// The floors `match` reads and where they come from, `fused` naming the model fused in (if
+    /// any): its hybrid floors when it has some (the registry's, or those measured for it),
+    /// else the lexical floors (the registry's, or the defaults). `eval` shows them.
+    pub fn floors_in_use(&self, fused: Option<&str>) -> FloorsInUse {
+        let lexical = |why: String| FloorsInUse {
+            signal: "lexical",
+            floors: self.lexical_floors,
+            source: if self.lexical_floors == LEXICAL_FLOORS {
+                format!("the defaults{why}")
+            } else {
+                format!("the registry's [search] match_lexical{why}")
+            },
+        };
+        let Some(model) = fused else {
+            return lexical(String::new());
+        };
+        let hybrid = |floors, source| FloorsInUse {
+            signal: "hybrid",
+            floors,
+            source,
+        };
+        match (self.registry_hybrid_floors, self.hybrid_floors) {
+            (Some(floors), _) => hybrid(floors, "the registry's [search] match_hybrid".into()),
+            (None, Some(floors)) => hybrid(floors, format!("measured for {model}")),
+            (None, None) => lexical(format!(
+                "; {model} has no hybrid floors of its own (choose them with `toolreg eval --calibrate` or `toolreg learn`)"
+            )),
+        }
     }
 
     /// The signals `match` reads for a query, as search decides them (ranking fused when
