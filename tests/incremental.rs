@@ -130,12 +130,35 @@ fn an_incremental_build_is_byte_identical_to_a_clean_one_after_every_kind_of_cha
         "every op's types and every text's count: {first}"
     );
 
-    // A tool edited: its types and texts are computed again, the rest reused.
+    // A tool edited: its types and texts are computed again, the rest reused, and the memo
+    // grows by what was computed (appended: the file's earlier bytes are kept as they were).
+    let memo_before = std::fs::read(case.path("inc/.toolreg-cache/memo.bin")).unwrap();
+    let docs_before = tree(&case.path("inc/docs"));
     case.edit("utility.json", |v| {
         let d = &mut tools(v)[0]["function"]["description"];
         *d = format!("{} Edited for the incremental test.", d.as_str().unwrap()).into();
     });
     let (reused, computed, dropped) = counts(&case.same_as_clean("a tool edited"));
+    // Op, entity and group pages carry no registry version: only the edited op's page and the
+    // book's own pages (which carry the version) change.
+    let docs_after = tree(&case.path("inc/docs"));
+    let changed: Vec<&String> = docs_after
+        .iter()
+        .filter(|(path, bytes)| docs_before.get(*path) != Some(*bytes))
+        .map(|(path, _)| path)
+        .collect();
+    assert!(docs_after.len() > 56, "a page per op and more");
+    assert_eq!(changed.len(), 4, "{changed:?}");
+    for book_page in ["book.toml", "src/README.md", "src/SUMMARY.md"] {
+        assert!(changed.contains(&&book_page.to_string()), "{changed:?}");
+    }
+    let memo_after = std::fs::read(case.path("inc/.toolreg-cache/memo.bin")).unwrap();
+    assert!(
+        memo_after.len() > memo_before.len() && memo_after.starts_with(&memo_before),
+        "the memo was appended to: {} -> {} bytes",
+        memo_before.len(),
+        memo_after.len()
+    );
     assert!(
         reused > 0 && computed > 0 && dropped == 0,
         "{reused} {computed}"
@@ -203,8 +226,16 @@ fn a_damaged_cache_entry_is_dropped_and_recomputed() {
         tools(v)[0]["function"]["description"] = "Get the fields an entity kind has.".into();
     });
     let line = case.same_as_clean("a damaged cache entry");
+    // The entries of the damaged segment (this small memo is one segment) are dropped.
     let (_, _, dropped) = counts(&line);
-    assert_eq!(dropped, 1, "{line}");
+    assert!(dropped >= 1, "{line}");
+    // The damaged file was written afresh: the next build reads it whole.
+    case.edit("utility.json", |v| {
+        tools(v)[0]["function"]["description"] = "Get the fields of an entity kind.".into();
+    });
+    let line = case.same_as_clean("a cache written afresh after damage");
+    let (reused, _, dropped) = counts(&line);
+    assert!(reused > 0 && dropped == 0, "{line}");
 
     // A cache that is a file, not a folder, is ignored and left alone.
     std::fs::remove_dir_all(case.path("inc/.toolreg-cache")).unwrap();

@@ -3,22 +3,31 @@
 //!
 //! An entry is keyed by a blake3 of the step's name and its whole input, keyed in turn by a salt
 //! naming the toolreg binary that computed it (its version, path, size and modification time): a
-//! rebuilt or upgraded toolreg never reads another's entries. On disk every entry carries a
-//! blake3 of its key and value, checked on read: an entry whose bytes changed (a torn write, a
-//! disk error, a hand edit) is dropped and recomputed, never used. The check is a digest, not a
-//! signature: it detects corruption, not a local user who rewrites both (that user could rewrite
-//! toolreg itself).
+//! rebuilt or upgraded toolreg never reads another's entries. On disk the entries lie in segments
+//! of about a MiB, each with a blake3 of its bytes, checked on read: the entries of a segment
+//! whose bytes changed (a torn write, a disk error, a hand edit) are dropped and recomputed, never
+//! used. The check is a digest, not a signature: it detects corruption, not a local user who
+//! rewrites both (that user could rewrite toolreg itself). One check per segment instead of one
+//! per entry lets blake3 hash many chunks at once (per entry it was a twentieth of a one-tool
+//! rebuild's CPU at 10,000 tools, reading and saving).
 //!
-//! Only entries a build used are saved, so the file holds one build's worth and never grows
-//! without bound. The saved form is sorted by key, so two builds of the same catalog save the
-//! same bytes.
+//! A build that computed a few entries appends them as one segment ([`Memo::appendix`]) instead
+//! of saving the whole file again; once the entries no build used outweigh the ones this build
+//! used, the file is written afresh with only the used ones, sorted by key (so two such saves of
+//! the same catalog are the same bytes). The file never holds more than about two builds' worth.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The file's first bytes, with the format's version.
-const MAGIC: &[u8] = b"toolreg-memo 1\n";
+const MAGIC: &[u8] = b"toolreg-memo 2\n";
+
+/// About how many bytes of entries one segment holds (one check each).
+const SEGMENT_BYTES: usize = 1 << 20;
+
+/// An entry's bytes on disk apart from its value: the key and the value's length.
+const ENTRY_HEAD: usize = 32 + 8;
 
 type Key = [u8; 32];
 
@@ -65,6 +74,10 @@ pub struct Memo {
     stored: Mutex<KeyMap>,
     /// Used (served or computed) by this build: what `to_bytes` saves.
     used: Mutex<KeyMap>,
+    /// Keys this build computed (in `used`, not on disk yet): what an appendix holds.
+    fresh: Mutex<Vec<Key>>,
+    /// Read from a file of this binary with every segment intact: new entries may be appended.
+    appendable: bool,
     hits: AtomicUsize,
     repeats: AtomicUsize,
     misses: AtomicUsize,
@@ -79,13 +92,6 @@ impl std::fmt::Debug for Memo {
     }
 }
 
-fn check_of(key: &Key, value: &[u8]) -> Key {
-    let mut h = blake3::Hasher::new();
-    h.update(key);
-    h.update(value);
-    *h.finalize().as_bytes()
-}
-
 impl Memo {
     /// An empty memo for the binary `salt` names.
     pub fn new(salt: &str) -> Memo {
@@ -93,6 +99,8 @@ impl Memo {
             salt: *blake3::hash(salt.as_bytes()).as_bytes(),
             stored: Mutex::default(),
             used: Mutex::default(),
+            fresh: Mutex::default(),
+            appendable: false,
             hits: AtomicUsize::new(0),
             repeats: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
@@ -100,8 +108,9 @@ impl Memo {
         }
     }
 
-    /// A memo from a saved file: every entry whose check matches. Another binary's file (another
-    /// salt), an unknown format or a torn tail yields what could be verified (maybe nothing).
+    /// A memo from a saved file: the entries of every segment whose check matches. Another
+    /// binary's file (another salt), an unknown format or a torn tail yields what could be
+    /// verified (maybe nothing).
     pub fn read(salt: &str, bytes: &[u8]) -> Memo {
         let mut memo = Memo::new(salt);
         let Some(rest) = bytes.strip_prefix(MAGIC) else {
@@ -114,28 +123,49 @@ impl Memo {
             return memo;
         }
         let stored = memo.stored.get_mut().expect("not shared yet");
-        while let Some((key, after)) = rest.split_first_chunk::<32>() {
-            let Some((check, after)) = after.split_first_chunk::<32>() else {
-                memo.rejected += 1;
+        let mut rejected = 0;
+        while !rest.is_empty() {
+            let head = rest
+                .split_first_chunk::<8>()
+                .and_then(|(len, after)| Some((len, after.split_first_chunk::<32>()?)));
+            let Some((len, (check, after))) = head else {
+                rejected += 1;
                 break;
             };
-            let Some((len, after)) = after.split_first_chunk::<8>() else {
-                memo.rejected += 1;
+            let body = usize::try_from(u64::from_le_bytes(*len))
+                .ok()
+                .and_then(|n| after.get(..n));
+            let Some(body) = body else {
+                // Torn: the segment's entries are lost (counted as one).
+                rejected += 1;
                 break;
             };
-            let len = u64::from_le_bytes(*len);
-            let Some(value) = usize::try_from(len).ok().and_then(|n| after.get(..n)) else {
-                memo.rejected += 1;
-                break;
-            };
-            rest = &after[value.len()..];
-            match std::str::from_utf8(value) {
-                Ok(text) if check_of(key, value) == *check => {
-                    stored.insert(*key, text.into());
+            rest = &after[body.len()..];
+            if blake3::hash(body).as_bytes() != check {
+                rejected += entries_in(body).max(1);
+                continue;
+            }
+            let mut entries = body;
+            while let Some((key, after)) = entries.split_first_chunk::<32>() {
+                let value = after.split_first_chunk::<8>().and_then(|(len, after)| {
+                    after.get(..usize::try_from(u64::from_le_bytes(*len)).ok()?)
+                });
+                // A segment's check matched, so a bad entry in it was written so: dropped.
+                let Some(value) = value else {
+                    rejected += 1;
+                    break;
+                };
+                entries = &after[8 + value.len()..];
+                match std::str::from_utf8(value) {
+                    Ok(text) => {
+                        stored.insert(*key, text.into());
+                    }
+                    Err(_) => rejected += 1,
                 }
-                _ => memo.rejected += 1,
             }
         }
+        memo.rejected = rejected;
+        memo.appendable = rejected == 0;
         memo
     }
 
@@ -165,12 +195,15 @@ impl Memo {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let value: Arc<str> = compute().into();
-        self.used
-            .lock()
-            .expect("memo lock")
-            .entry(key)
-            .or_insert(value)
-            .clone()
+        let mut used = self.used.lock().expect("memo lock");
+        match used.entry(key) {
+            // Another thread computed it meanwhile: theirs is kept (the same text).
+            std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                self.fresh.lock().expect("memo lock").push(key);
+                e.insert(value).clone()
+            }
+        }
     }
 
     /// `get_or_compute` with the input given in pieces, each length-prefixed in the key (so no
@@ -226,6 +259,8 @@ impl Memo {
             .lock()
             .expect("memo lock")
             .insert(key, entry.into());
+        // Also when it replaced an entry it could not restamp: the appended one wins on read.
+        self.fresh.lock().expect("memo lock").push(key);
         text
     }
 
@@ -259,7 +294,7 @@ impl Memo {
         }
     }
 
-    /// The entries this build used, sorted by key, each with its check.
+    /// The entries this build used, sorted by key, in checked segments.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         self.write_to(&mut out)
@@ -269,20 +304,104 @@ impl Memo {
 
     /// `to_bytes`, written as it is made (the memo runs to tens of MB: no copy of it is held).
     pub fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        self.write_segments(out, SEGMENT_BYTES)
+    }
+
+    fn write_segments(
+        &self,
+        out: &mut impl std::io::Write,
+        segment_bytes: usize,
+    ) -> std::io::Result<()> {
         let used = self.used.lock().expect("memo lock");
         let mut keys: Vec<&Key> = used.keys().collect();
         keys.sort();
         out.write_all(MAGIC)?;
         out.write_all(&self.salt)?;
-        for key in keys {
-            let value = used[key].as_bytes();
-            out.write_all(key)?;
-            out.write_all(&check_of(key, value))?;
-            out.write_all(&(value.len() as u64).to_le_bytes())?;
-            out.write_all(value)?;
-        }
-        Ok(())
+        write_entries(out, keys.into_iter().map(|k| (k, &*used[k])), segment_bytes)
     }
+
+    /// What to add to the file this memo was read from for it to hold every entry this build
+    /// used: one segment of the entries computed here (empty when there were none). `None` when
+    /// the file must be written afresh ([`Memo::write_to`]): there was none, it was another
+    /// binary's or damaged, or the entries no build used outweigh the ones this build used.
+    pub fn appendix(&self) -> Option<Vec<u8>> {
+        if !self.appendable {
+            return None;
+        }
+        let size = |v: &Arc<str>| ENTRY_HEAD + v.len();
+        let dead: usize = self
+            .stored
+            .lock()
+            .expect("memo lock")
+            .values()
+            .map(size)
+            .sum();
+        let used = self.used.lock().expect("memo lock");
+        let live: usize = used.values().map(size).sum();
+        if dead > live {
+            return None;
+        }
+        let mut fresh = self.fresh.lock().expect("memo lock").clone();
+        fresh.sort();
+        fresh.dedup();
+        let mut out = Vec::new();
+        write_entries(
+            &mut out,
+            fresh.iter().map(|k| (k, &*used[k])),
+            SEGMENT_BYTES,
+        )
+        .expect("writing to memory cannot fail");
+        Some(out)
+    }
+}
+
+/// Entries as segments of about `segment_bytes` each: the body's length, its blake3, the body
+/// (each entry: key, value length, value).
+fn write_entries<'a>(
+    out: &mut impl std::io::Write,
+    entries: impl Iterator<Item = (&'a Key, &'a str)>,
+    segment_bytes: usize,
+) -> std::io::Result<()> {
+    let mut body = Vec::with_capacity(segment_bytes + (64 << 10));
+    let flush = |out: &mut dyn std::io::Write, body: &mut Vec<u8>| -> std::io::Result<()> {
+        if body.is_empty() {
+            return Ok(());
+        }
+        out.write_all(&(body.len() as u64).to_le_bytes())?;
+        out.write_all(blake3::hash(body).as_bytes())?;
+        out.write_all(body)?;
+        body.clear();
+        Ok(())
+    };
+    for (key, value) in entries {
+        body.extend_from_slice(key);
+        body.extend_from_slice(&(value.len() as u64).to_le_bytes());
+        body.extend_from_slice(value.as_bytes());
+        if body.len() >= segment_bytes {
+            flush(out, &mut body)?;
+        }
+    }
+    flush(out, &mut body)
+}
+
+/// How many entries a segment's body holds, as far as it parses (to count what a failed check
+/// drops).
+fn entries_in(mut body: &[u8]) -> usize {
+    let mut n = 0;
+    while let Some((_, after)) = body.split_first_chunk::<32>() {
+        let Some((len, after)) = after.split_first_chunk::<8>() else {
+            break;
+        };
+        let Some(value) = usize::try_from(u64::from_le_bytes(*len))
+            .ok()
+            .and_then(|len| after.get(..len))
+        else {
+            break;
+        };
+        n += 1;
+        body = &after[value.len()..];
+    }
+    n
 }
 
 /// `text` with every `from` replaced by `to`, as `str::replace` does, found with memchr's SIMD
@@ -432,10 +551,17 @@ mod tests {
         assert_eq!(read.stats().misses, 1);
     }
 
+    /// `filled`'s entries saved one to a segment, as a large memo's segments lie.
+    fn one_per_segment(m: &Memo) -> Vec<u8> {
+        let mut out = Vec::new();
+        m.write_segments(&mut out, 1).unwrap();
+        out
+    }
+
     #[test]
-    fn a_changed_or_torn_entry_is_dropped_and_recomputed() {
-        let mut bytes = filled().to_bytes();
-        // Flip the last byte of the last value: its check no longer matches.
+    fn a_changed_or_torn_segment_is_dropped_and_recomputed() {
+        let mut bytes = one_per_segment(&filled());
+        // Flip the last byte of the last value: its segment's check no longer matches.
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         let read = Memo::read("salt", &bytes);
@@ -444,12 +570,61 @@ mod tests {
         let hi = read.get_or_compute("count", b"hi", || "2".into());
         assert_eq!((&*hello, &*hi), ("5", "2"));
         assert_eq!(read.stats().hits + read.stats().misses, 2);
-        assert_eq!(read.stats().misses, 1, "one entry was intact");
-        // A tail cut anywhere loses at most the entry it cuts.
-        let whole = filled().to_bytes();
-        for cut in 0..whole.len() {
+        assert_eq!(read.stats().misses, 1, "one segment was intact");
+        // A damaged file is written afresh, never appended to.
+        assert!(read.appendix().is_none());
+        // A tail cut anywhere loses at most the segment it cuts, and is never appended to.
+        let whole = one_per_segment(&filled());
+        for cut in MAGIC.len() + 32..whole.len() {
             let read = Memo::read("salt", &whole[..cut]);
             assert!(read.stored.lock().unwrap().len() <= 2);
+            if read.stats().rejected > 0 {
+                assert!(read.appendix().is_none(), "cut at {cut}");
+            }
         }
+        // Both entries in one segment (the usual case): one damaged byte drops both.
+        let mut bytes = filled().to_bytes();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let read = Memo::read("salt", &bytes);
+        assert_eq!(read.stats().rejected, 2);
+        assert!(read.stored.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn new_entries_are_appended_until_unused_ones_outweigh_used_ones() {
+        let first = filled();
+        let mut file = first.to_bytes();
+        // A second build uses both entries and computes a third: the appendix holds the third.
+        let second = Memo::read("salt", &file);
+        second.get_or_compute("count", b"hello", || unreachable!());
+        second.get_or_compute("count", b"hi", || unreachable!());
+        second.get_or_compute("count", b"hey", || "3".into());
+        let tail = second.appendix().expect("appendable");
+        assert!(!tail.is_empty() && tail.len() < file.len());
+        file.extend_from_slice(&tail);
+        // The file with its appendix reads as the second build's whole save does.
+        let third = Memo::read("salt", &file);
+        assert_eq!(third.stats().rejected, 0);
+        for (input, value) in [(&b"hello"[..], "5"), (b"hi", "2"), (b"hey", "3")] {
+            assert_eq!(
+                &*third.get_or_compute("count", input, || unreachable!()),
+                value
+            );
+        }
+        assert_eq!(third.to_bytes(), second.to_bytes());
+        // A build that uses one entry of three leaves more unused than used: written afresh.
+        let fourth = Memo::read("salt", &file);
+        fourth.get_or_compute("count", b"hey", || unreachable!());
+        assert!(fourth.appendix().is_none());
+        // Nothing computed, nothing left unused: an empty appendix.
+        let fifth = Memo::read("salt", &file);
+        for input in [&b"hello"[..], b"hi", b"hey"] {
+            fifth.get_or_compute("count", input, || unreachable!());
+        }
+        assert_eq!(fifth.appendix(), Some(Vec::new()));
+        // Another binary's file, or none, is never appended to.
+        assert!(Memo::read("other salt", &file).appendix().is_none());
+        assert!(Memo::new("salt").appendix().is_none());
     }
 }

@@ -268,17 +268,38 @@ impl PageMemo<'_> {
         version: &str,
         compute: impl FnOnce() -> String,
     ) -> String {
-        let Some(digest) = self.digests.0.get(&r.op) else {
-            return compute();
-        };
+        match self.input(r, context) {
+            Some(input) => self
+                .memo
+                .get_or_compute_stamped(step, &input, version, compute),
+            None => compute(),
+        }
+    }
+
+    /// `page` for a page that carries no registry version (a docs page of one op).
+    pub(crate) fn unstamped_page(
+        &self,
+        step: &str,
+        r: &crate::registry::OpRecord,
+        context: &[&str],
+        compute: impl FnOnce() -> String,
+    ) -> String {
+        match self.input(r, context) {
+            Some(input) => self.memo.get_or_compute(step, &input, compute).to_string(),
+            None => compute(),
+        }
+    }
+
+    /// The memo input of op `r`'s page: the op's digest, then each part of `context`
+    /// length-prefixed, so no two contexts read the same.
+    fn input(&self, r: &crate::registry::OpRecord, context: &[&str]) -> Option<Vec<u8>> {
+        let digest = self.digests.0.get(&r.op)?;
         let mut input = digest.to_vec();
         for part in context {
-            // Each part length-prefixed, so no two contexts read the same.
             input.extend_from_slice(&(part.len() as u64).to_le_bytes());
             input.extend_from_slice(part.as_bytes());
         }
-        self.memo
-            .get_or_compute_stamped(step, &input, version, compute)
+        Some(input)
     }
 }
 

@@ -159,7 +159,14 @@ impl BuildCache {
             let s = memo.stats();
             let saved = fs::symlink_metadata(self.dir.join(MEMO_FILE)).is_ok_and(|m| m.is_file());
             if s.misses > 0 || s.rejected > 0 || !saved {
-                let _ = self.put_with(MEMO_FILE, |w| memo.write_to(w));
+                // A few new entries are appended; a file to compact or replace is written anew.
+                let appended = saved
+                    && memo
+                        .appendix()
+                        .is_some_and(|tail| self.append(MEMO_FILE, &tail).is_ok());
+                if !appended {
+                    let _ = self.put_with(MEMO_FILE, |w| memo.write_to(w));
+                }
             }
         }
         match record {
@@ -191,6 +198,20 @@ impl BuildCache {
             .inspect_err(|_| {
                 let _ = fs::remove_file(&tmp);
             })
+    }
+
+    /// Adds `bytes` at the end of the file `name` in one write (a file, never a link, never
+    /// created). A write cut short leaves a torn tail, which the next read drops.
+    fn append(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join(name);
+        if !fs::symlink_metadata(&path)?.is_file() {
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        }
+        let mut file = fs::OpenOptions::new().append(true).open(path)?;
+        std::io::Write::write_all(&mut file, bytes)
     }
 
     /// `put_with` of `bytes`, unless the file already holds them.
