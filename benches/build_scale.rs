@@ -11,8 +11,9 @@
 //! emitter alone and all together at 1K/5K/10K/20K tools. `-- --hostile`: a 100,000-property
 //! schema, and a 20,000-tool export minified onto one line against its pretty-printed twin.
 //! `-- --incremental`: the default build of 10,000 tools cold, after one changed tool, and with
-//! nothing changed (just built, and once the files settled), and the registry alone (wall and
-//! CPU seconds, peak RSS; before and after with `TOOLREG_BENCH_BEFORE`).
+//! nothing changed (just built, and once the files settled), and the registry alone, then the
+//! real ToolSDK catalog (8,010 MCP tools) cold and after one changed tool (wall and CPU seconds,
+//! peak RSS; before and after with `TOOLREG_BENCH_BEFORE`).
 //! `-- --fleet`: the public fleet catalogs of tests/catalogs/fleet per emitter, before and after
 //! (`TOOLREG_BENCH_BEFORE=OLD_TOOLREG`). `-- --write-catalog N DIR` only writes the synthetic catalog of N tools, to profile a build by
 //! hand. `TOOLREG_BENCH_DIR` puts the scratch folders elsewhere (a tmpfs keeps the file system's
@@ -280,7 +281,8 @@ fn incremental(quick: bool) {
         std::fs::write(&first_file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
     };
     type Prepare<'a> = &'a dyn Fn(&Path, &Path, usize);
-    let measure = |label: &str, which: &str, prepare: Prepare| {
+    type Places = [(std::path::PathBuf, std::path::PathBuf)];
+    let measure_in = |places: &Places, label: &str, which: &str, prepare: Prepare| {
         #[derive(Default, Clone)]
         struct Row {
             wall: Vec<f64>,
@@ -312,6 +314,8 @@ fn incremental(quick: bool) {
             );
         }
     };
+    let measure =
+        |label: &str, which: &str, prepare: Prepare| measure_in(&places, label, which, prepare);
     println!("toolreg build, {n} tools, every default emitter, {reps} run(s) each, median");
     println!(
         "{:<34} {:>7} {:>9} {:>9} {:>9} {:>9}",
@@ -334,6 +338,46 @@ fn incremental(quick: bool) {
     measure("registry only (no cache)", "registry", &|_, out, _| {
         let _ = std::fs::remove_dir_all(out);
     });
+    if quick {
+        return;
+    }
+    // A real catalog nobody here wrote: ToolSDK's 8,010 MCP tools (tests/catalogs/fleet), one
+    // tool's description edited as above.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fleet: Vec<(std::path::PathBuf, std::path::PathBuf)> = bins
+        .iter()
+        .map(|(name, _)| {
+            let defs = tmp.path().join(format!("toolsdk-{name}"));
+            copy_tree(&repo.join("tests/catalogs/fleet/toolsdk"), &defs);
+            (defs, tmp.path().join(format!("toolsdk-out-{name}")))
+        })
+        .collect();
+    let edit_server = |defs: &Path, k: usize| {
+        let file = defs.join("12306-mcp.mcp.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        v["tools"][0]["description"] = format!("Changed for run {k}.").into();
+        std::fs::write(&file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    };
+    println!("ToolSDK, 8,010 MCP tools of 491 servers, every default emitter");
+    measure_in(&fleet, "ToolSDK full (no cache)", "all", &|defs, out, k| {
+        let _ = std::fs::remove_dir_all(out);
+        edit_server(defs, 100 + k);
+    });
+    measure_in(&fleet, "ToolSDK one tool changed", "all", &|defs, _, k| {
+        edit_server(defs, 200 + k)
+    });
+}
+
+/// A copy of the files of folder `from` (one level, as the fleet catalogs lie) in `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
 }
 
 /// `-- --emitters`: each emitter alone, then all together (the default build), at 1K/5K/10K/20K
