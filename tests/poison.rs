@@ -623,3 +623,63 @@ fn every_evasion_of_the_lint_is_flagged() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("TD050"));
 }
+
+/// A rebuild takes each text's screening (the regex set and the folded forms) from the build's
+/// memo: its findings, their evidence and locations, the quarantine they cause, are the first
+/// build's, on the published attacks (third-party, so the build goes on and keeps its memo).
+#[test]
+fn a_rebuild_finds_what_the_first_build_found_from_the_memo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let defs = tmp.path().join("defs");
+    common::copy_dir(&repo().join("tests/bad/poisoning_third_party"), &defs);
+    let build = || {
+        let out = toolreg(
+            &repo(),
+            &[
+                "build",
+                "-v",
+                "-q",
+                "-d",
+                defs.to_str().unwrap(),
+                "-o",
+                tmp.path().join("out").to_str().unwrap(),
+                "--format",
+                "json",
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stderr(&out);
+        let cache = text
+            .lines()
+            .find(|l| l.starts_with("cache: "))
+            .unwrap_or_else(|| panic!("no cache line: {text}"))
+            .to_string();
+        let diags: Vec<Value> = text
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (cache, diags)
+    };
+    let (first_cache, first) = build();
+    assert!(
+        first_cache.starts_with("cache: 0 steps reused"),
+        "{first_cache}"
+    );
+    let poisoned = |d: &[Value]| {
+        d.iter()
+            .filter(|d| d["code"] == "TR090" || d["code"] == "TR091")
+            .count()
+    };
+    assert!(poisoned(&first) >= 2, "{first:?}");
+    // Same tools, one file's bytes changed: the build compiles again, screening nothing anew.
+    let file = defs.join("mail.mcp.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}\n")).unwrap();
+    let (again_cache, again) = build();
+    assert!(
+        again_cache.contains(" 0 computed"),
+        "every screen served: {again_cache}"
+    );
+    assert_eq!(again, first);
+}

@@ -166,7 +166,7 @@ fn done_already(
     out: &Out,
     keep_lock: bool,
 ) -> Option<(BuildRecord, bool)> {
-    let record = cache.record().filter(|r| r.fingerprint == fingerprint)?;
+    let record = cache.record_for(fingerprint)?;
     let lock_now = keep_lock
         .then(|| cache::lock_hash(&defs.definitions))
         .flatten();

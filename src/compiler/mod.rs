@@ -109,12 +109,23 @@ const QUARANTINE_PASSES: usize = 4;
 /// team's own definitions, the overlay) stop the build as always: the team can fix those; a
 /// catalog it did not write should not hold its build hostage.
 pub fn compile_opts(definitions: &Path, source: OverlaySource, strict: bool) -> Compiled {
+    compile_with_memo(definitions, source, strict, None)
+}
+
+/// [`compile_opts`] with a build's memo, which serves the poisoning lint's findings in a text it
+/// has screened before (see [`poison::check`]).
+pub fn compile_with_memo(
+    definitions: &Path,
+    source: OverlaySource,
+    strict: bool,
+    memo: Option<&memo::Memo>,
+) -> Compiled {
     let mut excluded: BTreeSet<(String, String)> = BTreeSet::new();
     let mut held: Vec<(QuarantinedTool, Vec<Diagnostic>)> = Vec::new();
     let mut pass_no = 0;
     loop {
         pass_no += 1;
-        let (mut out, tools) = compile_pass(definitions, source.clone(), &excluded);
+        let (mut out, tools) = compile_pass(definitions, source.clone(), &excluded, memo);
         if !out.diagnostics.has_errors() {
             if !held.is_empty() {
                 release(&mut out, held);
@@ -279,6 +290,7 @@ fn compile_pass(
     definitions: &Path,
     source: OverlaySource,
     excluded: &BTreeSet<(String, String)>,
+    memo: Option<&memo::Memo>,
 ) -> (Compiled, Vec<ToolPlace>) {
     let mut diags = Diagnostics::default();
     let display = definitions.to_string_lossy().replace('\\', "/");
@@ -368,7 +380,7 @@ fn compile_pass(
             decide_kind(t, &lo.overlay);
         }
         lint::check(&tools, &loaded, &lo, &classifier, &mut diags);
-        poison::check(&tools, &loaded, &lo, &mut diags);
+        poison::check(&tools, &loaded, &lo, memo, &mut diags);
         // Assembly checks examples, aliases and profiles; run it even after errors so one run
         // reports everything (unclassified tools are skipped), then discard the registry.
         let op_locations: BTreeMap<String, crate::diag::Location> = tools

@@ -46,8 +46,12 @@ pub fn generate_opts(
     settings: &Settings,
     strict: bool,
 ) -> Generated {
-    let mut compiled =
-        crate::compiler::compile_opts(definitions, crate::compiler::OverlaySource::File, strict);
+    let mut compiled = crate::compiler::compile_with_memo(
+        definitions,
+        crate::compiler::OverlaySource::File,
+        strict,
+        settings.memo.as_deref(),
+    );
     let mut diags = Diagnostics::default();
     let files = compiled
         .registry
