@@ -19,7 +19,7 @@
 //! hand. `TOOLREG_BENCH_DIR` puts the scratch folders elsewhere (a tmpfs keeps the file system's
 //! own costs, which vary with the disk's state, out of the figures).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -263,25 +263,30 @@ fn incremental(quick: bool) {
     if let Some(b) = &before {
         bins.insert(0, ("before", Some(b.as_path())));
     }
-    // Per binary: its catalog, its output folder.
-    let places: Vec<(std::path::PathBuf, std::path::PathBuf)> = bins
-        .iter()
-        .map(|(name, _)| {
-            let defs = tmp.path().join(format!("defs-{name}"));
-            write_catalog(&defs, n);
-            (defs, tmp.path().join(format!("out-{name}")))
-        })
-        .collect();
-    let edit = |defs: &Path, k: usize| {
-        let first_file = defs.join("tools-0000.json");
+    // Per binary: its own copy of a catalog (made by `make`), its output folder.
+    let places_of = |catalog: &str, make: &dyn Fn(&Path)| -> Vec<(PathBuf, PathBuf)> {
+        bins.iter()
+            .map(|(name, _)| {
+                let defs = tmp.path().join(format!("{catalog}-defs-{name}"));
+                make(&defs);
+                (defs, tmp.path().join(format!("{catalog}-out-{name}")))
+            })
+            .collect()
+    };
+    let places = places_of("synthetic", &|defs| write_catalog(defs, n));
+    // One tool's description, changed for run `k`.
+    let changed = |file: &Path, pointer: &str, k: usize| {
         let mut v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&first_file).unwrap()).unwrap();
-        let tools = v.as_array_mut().expect("a list of tools");
-        tools[0]["function"]["description"] = format!("Changed for run {k}.").into();
-        std::fs::write(&first_file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        *v.pointer_mut(pointer).expect("the tool's description") =
+            format!("Changed for run {k}.").into();
+        std::fs::write(file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    };
+    let edit = |defs: &Path, k: usize| {
+        changed(&defs.join("tools-0000.json"), "/0/function/description", k)
     };
     type Prepare<'a> = &'a dyn Fn(&Path, &Path, usize);
-    type Places = [(std::path::PathBuf, std::path::PathBuf)];
+    type Places = [(PathBuf, PathBuf)];
     let measure_in = |places: &Places, label: &str, which: &str, prepare: Prepare| {
         #[derive(Default, Clone)]
         struct Row {
@@ -344,20 +349,11 @@ fn incremental(quick: bool) {
     // A real catalog nobody here wrote: ToolSDK's 8,010 MCP tools (tests/catalogs/fleet), one
     // tool's description edited as above.
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fleet: Vec<(std::path::PathBuf, std::path::PathBuf)> = bins
-        .iter()
-        .map(|(name, _)| {
-            let defs = tmp.path().join(format!("toolsdk-{name}"));
-            copy_tree(&repo.join("tests/catalogs/fleet/toolsdk"), &defs);
-            (defs, tmp.path().join(format!("toolsdk-out-{name}")))
-        })
-        .collect();
+    let fleet = places_of("toolsdk", &|defs| {
+        copy_tree(&repo.join("tests/catalogs/fleet/toolsdk"), defs)
+    });
     let edit_server = |defs: &Path, k: usize| {
-        let file = defs.join("12306-mcp.mcp.json");
-        let mut v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        v["tools"][0]["description"] = format!("Changed for run {k}.").into();
-        std::fs::write(&file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        changed(&defs.join("12306-mcp.mcp.json"), "/tools/0/description", k)
     };
     println!("ToolSDK, 8,010 MCP tools of 491 servers, every default emitter");
     measure_in(&fleet, "ToolSDK full (no cache)", "all", &|defs, out, k| {
