@@ -3,7 +3,8 @@
 //! `CACHEDIR.TAG`, so it is never committed or backed up):
 //!
 //! - `memo.bin`: the [`Memo`] of per-op steps (one op's Rust types, help and docs pages, one
-//!   text's token count), so a rebuild after a change recomputes only what the change touched;
+//!   text's token count, one text's poisoning screen), so a rebuild after a change recomputes
+//!   only what the change touched;
 //! - `build.json`: the last successful build's [`BuildRecord`]: the fingerprint of everything
 //!   that shapes the output (every definitions file, the options, the templates, this toolreg
 //!   binary) and what the build said. When the fingerprint is the same and every file the
@@ -14,7 +15,7 @@
 //!   all.
 //!
 //! Nothing here is trusted without its digest: the record only answers for the exact
-//! fingerprint and manifest it names, and the memo checks each entry (see [`Memo`]). A cache
+//! fingerprint and manifest it names, and the memo checks each segment (see [`Memo`]). A cache
 //! that cannot be read, or a `.toolreg-cache` that is a link or a file, is ignored (the build
 //! runs in full) and never written through.
 
