@@ -145,22 +145,13 @@ impl Memo {
                 rejected += entries_in(body).max(1);
                 continue;
             }
-            let mut entries = body;
-            while let Some((key, after)) = entries.split_first_chunk::<32>() {
-                let value = after.split_first_chunk::<8>().and_then(|(len, after)| {
-                    after.get(..usize::try_from(u64::from_le_bytes(*len)).ok()?)
-                });
-                // A segment's check matched, so a bad entry in it was written so: dropped.
-                let Some(value) = value else {
-                    rejected += 1;
-                    break;
-                };
-                entries = &after[8 + value.len()..];
-                match std::str::from_utf8(value) {
-                    Ok(text) => {
+            // The segment's check matched, so a bad entry in it was written so: dropped.
+            for entry in entries(body) {
+                match entry.map(|(key, value)| (key, std::str::from_utf8(value))) {
+                    Some((key, Ok(text))) => {
                         stored.insert(*key, text.into());
                     }
-                    Err(_) => rejected += 1,
+                    Some((_, Err(_))) | None => rejected += 1,
                 }
             }
         }
@@ -386,22 +377,29 @@ fn write_entries<'a>(
 
 /// How many entries a segment's body holds, as far as it parses (to count what a failed check
 /// drops).
-fn entries_in(mut body: &[u8]) -> usize {
-    let mut n = 0;
-    while let Some((_, after)) = body.split_first_chunk::<32>() {
-        let Some((len, after)) = after.split_first_chunk::<8>() else {
-            break;
+fn entries_in(body: &[u8]) -> usize {
+    entries(body).map_while(|entry| entry).count()
+}
+
+/// The entries of a segment's body in order, each its key and value; `None` for bytes that do
+/// not parse as an entry, after which nothing more is read.
+fn entries(mut body: &[u8]) -> impl Iterator<Item = Option<(&Key, &[u8])>> {
+    std::iter::from_fn(move || {
+        if body.is_empty() {
+            return None;
+        }
+        let parsed = body.split_first_chunk::<32>().and_then(|(key, after)| {
+            let (len, after) = after.split_first_chunk::<8>()?;
+            let value = after.get(..usize::try_from(u64::from_le_bytes(*len)).ok()?)?;
+            Some((key, value, &after[value.len()..]))
+        });
+        let Some((key, value, rest)) = parsed else {
+            body = &[];
+            return Some(None);
         };
-        let Some(value) = usize::try_from(u64::from_le_bytes(*len))
-            .ok()
-            .and_then(|len| after.get(..len))
-        else {
-            break;
-        };
-        n += 1;
-        body = &after[value.len()..];
-    }
-    n
+        body = rest;
+        Some(Some((key, value)))
+    })
 }
 
 /// `text` with every `from` replaced by `to`, as `str::replace` does, found with memchr's SIMD

@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 pub use super::output::CACHE_DIR;
 const MEMO_FILE: &str = "memo.bin";
 const RECORD_FILE: &str = "build.json";
-/// Bumped when the record's meaning changes.
-const RECORD_FORMAT: u32 = 1;
+/// Bumped when the record's meaning or layout changes (2: a head line before the record).
+const RECORD_FORMAT: u32 = 2;
 
 /// This toolreg binary: its version, and the path, size and modification time of the running
 /// executable, so a rebuilt toolreg (same version, other code) never reads another's cache.
@@ -49,6 +49,13 @@ pub fn binary_identity() -> String {
         meta.map(|m| m.len()),
         modified
     )
+}
+
+/// `build.json`'s first line: which build its record is of.
+#[derive(Serialize, Deserialize)]
+struct RecordHead {
+    format: u32,
+    fingerprint: String,
 }
 
 /// What a successful build said, replayed when nothing changed.
@@ -128,25 +135,36 @@ impl BuildCache {
     }
 
     /// [`record`](Self::record), when it is the record of a build with this `fingerprint`.
-    /// Only its format and fingerprint are read first: the rest (what the build said, 12.8 MB
-    /// on ToolSDK's 8,010 tools) is decoded only for a build that matches, not by every build
-    /// that compiles (a twentieth of a one-tool rebuild there).
+    /// The file's first line names the record's format and fingerprint: the rest (what the
+    /// build said, 12.8 MB on ToolSDK's 8,010 tools) is decoded only for a build that matches,
+    /// not by every build that compiles (a twentieth of a one-tool rebuild there), and then once.
     pub fn record_for(&self, fingerprint: &str) -> Option<BuildRecord> {
         self.record_of(Some(fingerprint))
     }
 
     fn record_of(&self, fingerprint: Option<&str>) -> Option<BuildRecord> {
-        #[derive(Deserialize)]
-        struct Head {
-            format: u32,
-            fingerprint: String,
-        }
         let bytes = self.read(RECORD_FILE)?;
-        let head = serde_json::from_slice::<Head>(&bytes).ok()?;
+        let (head, record) = bytes.split_at(bytes.iter().position(|&b| b == b'\n')?);
+        let head = serde_json::from_slice::<RecordHead>(head).ok()?;
         if head.format != RECORD_FORMAT || fingerprint.is_some_and(|f| f != head.fingerprint) {
             return None;
         }
-        serde_json::from_slice::<BuildRecord>(&bytes).ok()
+        // The record must be the one its head names.
+        serde_json::from_slice::<BuildRecord>(record)
+            .ok()
+            .filter(|r| r.format == head.format && r.fingerprint == head.fingerprint)
+    }
+
+    /// `build.json`'s bytes: the head line, then the record.
+    fn record_bytes(record: &BuildRecord) -> Vec<u8> {
+        let head = RecordHead {
+            format: record.format,
+            fingerprint: record.fingerprint.clone(),
+        };
+        let mut out = serde_json::to_vec(&head).expect("a head serializes");
+        out.push(b'\n');
+        serde_json::to_writer_pretty(&mut out, record).expect("a record serializes");
+        out
     }
 
     /// Replaces the record alone (a no-change build that adds the files' [`stat_identity`]).
@@ -155,8 +173,7 @@ impl BuildCache {
         if !self.usable() || !self.dir.is_dir() {
             return;
         }
-        let text = serde_json::to_vec_pretty(record).expect("a record serializes");
-        let _ = self.put(RECORD_FILE, &text);
+        let _ = self.put(RECORD_FILE, &Self::record_bytes(record));
     }
 
     /// Saves the memo (when it changed) and the record (or removes a stale one). Best effort: a
@@ -191,8 +208,7 @@ impl BuildCache {
         }
         match record {
             Some(r) => {
-                let text = serde_json::to_vec_pretty(r).expect("a record serializes");
-                let _ = self.put(RECORD_FILE, &text);
+                let _ = self.put(RECORD_FILE, &Self::record_bytes(r));
             }
             None => {
                 let _ = fs::remove_file(self.dir.join(RECORD_FILE));
@@ -542,11 +558,31 @@ mod tests {
         // Another format is never read, whatever its fingerprint.
         let old = BuildRecord {
             format: RECORD_FORMAT + 1,
-            ..record
+            ..record.clone()
         };
         cache.save_record(&old);
         assert_eq!(cache.record_for("f"), None);
         assert_eq!(cache.record(), None);
+        // A head that names another record than the one after it: not read.
+        let other = BuildRecord {
+            fingerprint: "g".into(),
+            ..record.clone()
+        };
+        let mut bytes = BuildCache::record_bytes(&record);
+        let body = BuildCache::record_bytes(&other);
+        let at = bytes.iter().position(|&b| b == b'\n').unwrap();
+        let body_at = body.iter().position(|&b| b == b'\n').unwrap();
+        bytes.truncate(at);
+        bytes.extend_from_slice(&body[body_at..]);
+        fs::write(dir.path().join(CACHE_DIR).join(RECORD_FILE), &bytes).unwrap();
+        assert_eq!(cache.record_for("f"), None);
+        assert_eq!(cache.record_for("g"), None);
+        // A record without its head line (an earlier layout): not read.
+        let pretty = serde_json::to_vec_pretty(&record).unwrap();
+        fs::write(dir.path().join(CACHE_DIR).join(RECORD_FILE), &pretty).unwrap();
+        assert_eq!(cache.record_for("f"), None);
+        cache.save_record(&record);
+        assert_eq!(cache.record_for("f"), Some(record));
     }
 
     /// Later than every file of a folder made now, by more than [`SETTLED`].
