@@ -181,9 +181,17 @@ impl Emitter {
         let settings = shared.settings;
         match self {
             Emitter::Registry => registry_json::emit(reg),
-            Emitter::Help => help::emit(shared.help(reg)),
+            Emitter::Help => {
+                let files = help::emit(&shared.help(reg));
+                shared.done_with_help();
+                files
+            }
             Emitter::Surfaces => surfaces::emit(reg),
-            Emitter::Report => report::emit(reg, shared.help(reg), settings.memo.as_deref()),
+            Emitter::Report => {
+                let files = report::emit(reg, &shared.help(reg), settings.memo.as_deref());
+                shared.done_with_help();
+                files
+            }
             Emitter::Rust => rust::emit(reg, settings.memo.as_deref(), diags),
             Emitter::Ts => typescript::emit(reg),
             Emitter::Docs => docs::render(
@@ -212,14 +220,74 @@ impl Emitter {
 /// `help.json` and the report's page sizes).
 struct Shared<'a> {
     settings: &'a Settings,
-    help: std::sync::OnceLock<crate::model::help::PageTexts>,
+    /// The help pages as text, built by the first emitter that asks, and let go once the last
+    /// one that reads them is done (`readers`): at 10,000 ops they are about 50 MB that the other
+    /// emitters' outputs would otherwise pile on top of.
+    help: std::sync::Mutex<HelpPages>,
     op_digests: std::sync::OnceLock<OpDigests>,
 }
 
+/// The help pages' state in [`Shared`].
+enum HelpPages {
+    /// Not built yet; this many emitters of the run will read them.
+    Unbuilt { readers: usize },
+    Built {
+        pages: std::sync::Arc<crate::model::help::PageTexts>,
+        readers: usize,
+    },
+    /// Every reader is done (a late `help` call builds them again).
+    Released,
+}
+
 impl Shared<'_> {
-    fn help(&self, reg: &Registry) -> &crate::model::help::PageTexts {
-        self.help
-            .get_or_init(|| help::build_texts(reg, self.page_memo(reg).as_ref()))
+    fn new<'a>(settings: &'a Settings, emitters: &[Emitter]) -> Shared<'a> {
+        // `emit_with` itself reads them after every emitter when codemode's disclosure is made.
+        let keep = emitters.contains(&Emitter::Codemode);
+        let readers = emitters
+            .iter()
+            .filter(|e| matches!(e, Emitter::Help | Emitter::Report))
+            .count()
+            + usize::from(keep);
+        Shared {
+            settings,
+            help: std::sync::Mutex::new(HelpPages::Unbuilt { readers }),
+            op_digests: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The help pages (built under the lock: a second emitter that asks meanwhile waits for
+    /// them rather than building them too).
+    fn help(&self, reg: &Registry) -> std::sync::Arc<crate::model::help::PageTexts> {
+        let mut state = self.help.lock().expect("help pages lock");
+        match &*state {
+            HelpPages::Built { pages, .. } => pages.clone(),
+            HelpPages::Unbuilt { readers } => {
+                let readers = *readers;
+                let pages = std::sync::Arc::new(help::build_texts(
+                    reg,
+                    self.page_memo(reg).as_ref(),
+                ));
+                *state = HelpPages::Built {
+                    pages: pages.clone(),
+                    readers,
+                };
+                pages
+            }
+            HelpPages::Released => {
+                std::sync::Arc::new(help::build_texts(reg, self.page_memo(reg).as_ref()))
+            }
+        }
+    }
+
+    /// One reader of the help pages is done; the last one lets them go.
+    fn done_with_help(&self) {
+        let mut state = self.help.lock().expect("help pages lock");
+        if let HelpPages::Built { readers, .. } = &mut *state {
+            *readers = readers.saturating_sub(1);
+            if *readers == 0 {
+                *state = HelpPages::Released;
+            }
+        }
     }
 
     /// The memo of per-op pages, when the build keeps one.
@@ -320,11 +388,7 @@ pub fn emit_with(
     // first, then merge files and diagnostics in emitter order so output stays byte-identical.
     let mut order: Vec<usize> = (0..emitters.len()).collect();
     order.sort_by_key(|&i| emitters[i].cost_rank());
-    let shared = Shared {
-        settings,
-        help: std::sync::OnceLock::new(),
-        op_digests: std::sync::OnceLock::new(),
-    };
+    let shared = Shared::new(settings, emitters);
     let mut results = crate::compiler::parallel::map_in_order(&order, |&i| {
         let mut d = Diagnostics::default();
         let files = emitters[i].emit(reg, &shared, &mut d);
@@ -352,7 +416,7 @@ pub fn emit_with(
         if emitters.contains(&Emitter::Codemode) {
             report["disclosure"] = crate::compiler::report::disclosure(
                 reg,
-                shared.help(reg),
+                &shared.help(reg),
                 &files,
                 codemode::path_to,
             );
@@ -459,6 +523,32 @@ pub fn add_manifest(reg: &Registry, files: &mut FileMap) {
 mod tests {
     use super::*;
     use crate::compiler::memo::Memo;
+
+    /// The help pages are let go once every emitter of the run that reads them is done, and
+    /// kept when `emit_with` reads them afterwards (codemode's disclosure).
+    #[test]
+    fn the_help_pages_are_released_after_their_last_reader() {
+        let reg = crate::compiler::compile_repo_catalog("definitions");
+        let settings = Settings::default();
+        let released = |shared: &Shared| {
+            matches!(*shared.help.lock().unwrap(), HelpPages::Released)
+        };
+        let shared = Shared::new(&settings, &[Emitter::Registry, Emitter::Help, Emitter::Report]);
+        let pages = shared.help(&reg);
+        shared.done_with_help();
+        assert!(!released(&shared), "the report still reads them");
+        let again = shared.help(&reg);
+        assert!(std::sync::Arc::ptr_eq(&pages, &again), "built once");
+        shared.done_with_help();
+        assert!(released(&shared));
+        // A late reader still gets the same pages, built again.
+        assert_eq!(*shared.help(&reg), *pages);
+
+        let shared = Shared::new(&settings, &[Emitter::Help, Emitter::Codemode]);
+        shared.help(&reg);
+        shared.done_with_help();
+        assert!(!released(&shared), "emit_with reads them for codemode");
+    }
 
     #[test]
     fn a_file_hashed_in_pieces_hashes_as_its_bytes() {
