@@ -15,6 +15,11 @@
 //! of saving the whole file again; once the entries no build used outweigh the ones this build
 //! used, the file is written afresh with only the used ones, sorted by key (so two such saves of
 //! the same catalog are the same bytes). The file never holds more than about two builds' worth.
+//!
+//! A build's memo can spill ([`Memo::spilling`]): each value it computes of `SPILL_FROM` bytes or
+//! more goes to an anonymous temporary file as it is made, and is read back only when served
+//! again or saved. A full build computes every entry (about 85 MB at 10,000 tools), and holding
+//! them all while every emitter's output is held too was a tenth of its peak.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,10 +36,57 @@ const ENTRY_HEAD: usize = 32 + 8;
 
 type Key = [u8; 32];
 
+/// The smallest value a spilling memo writes to its spill file instead of holding: most entries
+/// below it are token counts and screens, whose reading back would cost more than they hold.
+const SPILL_FROM: usize = 512;
+
 /// Entries by key. A key is already a blake3 digest, so its first eight bytes are as good a
 /// hash as any: SipHashing all 32 again, three lookups an entry, was a few percent of a
 /// one-tool rebuild.
-type KeyMap = HashMap<Key, Arc<str>, std::hash::BuildHasherDefault<DigestHasher>>;
+type KeyMap<V = Arc<str>> = HashMap<Key, V, std::hash::BuildHasherDefault<DigestHasher>>;
+
+/// An entry this build used: held, or in the spill file.
+enum Used {
+    Held(Arc<str>),
+    Spilled { at: u64, len: usize },
+}
+
+impl Used {
+    fn len(&self) -> usize {
+        match self {
+            Used::Held(v) => v.len(),
+            Used::Spilled { len, .. } => *len,
+        }
+    }
+}
+
+/// The spill file: values appended, read back by offset.
+struct Spill {
+    file: std::fs::File,
+    end: u64,
+}
+
+impl Spill {
+    fn put(&mut self, value: &str) -> std::io::Result<Used> {
+        use std::io::{Seek, SeekFrom, Write};
+        self.file.seek(SeekFrom::Start(self.end))?;
+        self.file.write_all(value.as_bytes())?;
+        let at = self.end;
+        self.end += value.len() as u64;
+        Ok(Used::Spilled {
+            at,
+            len: value.len(),
+        })
+    }
+
+    fn get(&mut self, at: u64, len: usize) -> Option<String> {
+        use std::io::{Read, Seek, SeekFrom};
+        self.file.seek(SeekFrom::Start(at)).ok()?;
+        let mut bytes = vec![0; len];
+        self.file.read_exact(&mut bytes).ok()?;
+        String::from_utf8(bytes).ok()
+    }
+}
 
 /// Hashes a digest by its first eight bytes (what `[u8; 32]` writes after its length).
 #[derive(Default)]
@@ -73,7 +125,9 @@ pub struct Memo {
     /// Read from disk, not yet used by this build.
     stored: Mutex<KeyMap>,
     /// Used (served or computed) by this build: what `to_bytes` saves.
-    used: Mutex<KeyMap>,
+    used: Mutex<KeyMap<Used>>,
+    /// Where computed values of `SPILL_FROM` bytes or more go, when the memo spills.
+    spill: Mutex<Option<Spill>>,
     /// Keys this build computed (in `used`, not on disk yet): what an appendix holds.
     fresh: Mutex<Vec<Key>>,
     /// Read from a file of this binary with every segment intact: new entries may be appended.
@@ -99,6 +153,7 @@ impl Memo {
             salt: *blake3::hash(salt.as_bytes()).as_bytes(),
             stored: Mutex::default(),
             used: Mutex::default(),
+            spill: Mutex::new(None),
             fresh: Mutex::default(),
             appendable: false,
             hits: AtomicUsize::new(0),
@@ -160,6 +215,42 @@ impl Memo {
         memo
     }
 
+    /// This memo, writing the values it computes of `SPILL_FROM` bytes or more to an anonymous
+    /// temporary file instead of holding them (a build's memo; nothing of it outlives the
+    /// process). Without a temporary folder to write in, it holds them as before.
+    pub fn spilling(self) -> Memo {
+        let spill = tempfile::tempfile().ok().map(|file| Spill { file, end: 0 });
+        *self.spill.lock().expect("memo lock") = spill;
+        self
+    }
+
+    /// `value` as this build keeps it: spilled when large and the memo spills (held when the
+    /// spill file fails: a full disk costs memory, never the entry).
+    fn keep(&self, value: &Arc<str>) -> Used {
+        if value.len() >= SPILL_FROM {
+            if let Some(spill) = self.spill.lock().expect("memo lock").as_mut() {
+                if let Ok(used) = spill.put(value) {
+                    return used;
+                }
+            }
+        }
+        Used::Held(value.clone())
+    }
+
+    /// A used entry's value: held, or read back from the spill file (`None` when that fails).
+    fn value(&self, used: &Used) -> Option<Arc<str>> {
+        match used {
+            Used::Held(v) => Some(v.clone()),
+            Used::Spilled { at, len } => self
+                .spill
+                .lock()
+                .expect("memo lock")
+                .as_mut()?
+                .get(*at, *len)
+                .map(Arc::from),
+        }
+    }
+
     fn key(&self, step: &str, input: &[u8]) -> Key {
         let mut h = blake3::Hasher::new_keyed(&self.salt);
         h.update(step.as_bytes());
@@ -186,15 +277,17 @@ impl Memo {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let value: Arc<str> = compute().into();
-        let mut used = self.used.lock().expect("memo lock");
-        match used.entry(key) {
+        if self.used.lock().expect("memo lock").contains_key(&key) {
             // Another thread computed it meanwhile: theirs is kept (the same text).
-            std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                self.fresh.lock().expect("memo lock").push(key);
-                e.insert(value).clone()
-            }
+            return value;
         }
+        let kept = self.keep(&value);
+        let mut used = self.used.lock().expect("memo lock");
+        if let std::collections::hash_map::Entry::Vacant(e) = used.entry(key) {
+            self.fresh.lock().expect("memo lock").push(key);
+            e.insert(kept);
+        }
+        value
     }
 
     /// `get_or_compute` with the input given in pieces, each length-prefixed in the key (so no
@@ -246,10 +339,8 @@ impl Memo {
         entry.push_str(version);
         entry.push('\n');
         entry.push_str(&text);
-        self.used
-            .lock()
-            .expect("memo lock")
-            .insert(key, entry.into());
+        let kept = self.keep(&entry.into());
+        self.used.lock().expect("memo lock").insert(key, kept);
         // Also when it replaced an entry it could not restamp: the appended one wins on read.
         self.fresh.lock().expect("memo lock").push(key);
         text
@@ -258,13 +349,30 @@ impl Memo {
     /// The entry for `key` when this build already used it or an earlier one left it (then
     /// marked used), counted as a repeat or a hit.
     fn served(&self, key: &Key) -> Option<Arc<str>> {
-        if let Some(v) = self.used.lock().expect("memo lock").get(key) {
-            self.repeats.fetch_add(1, Ordering::Relaxed);
-            return Some(v.clone());
+        let spilled = match self.used.lock().expect("memo lock").get(key) {
+            Some(Used::Held(v)) => {
+                self.repeats.fetch_add(1, Ordering::Relaxed);
+                return Some(v.clone());
+            }
+            Some(Used::Spilled { at, len }) => Some(Used::Spilled { at: *at, len: *len }),
+            None => None,
+        };
+        if let Some(spilled) = spilled {
+            // Read back outside the map's lock; a failed read is computed again (and kept).
+            let v = self.value(&spilled);
+            if v.is_some() {
+                self.repeats.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.used.lock().expect("memo lock").remove(key);
+            }
+            return v;
         }
         let v = self.stored.lock().expect("memo lock").remove(key)?;
         self.hits.fetch_add(1, Ordering::Relaxed);
-        self.used.lock().expect("memo lock").insert(*key, v.clone());
+        self.used
+            .lock()
+            .expect("memo lock")
+            .insert(*key, Used::Held(v.clone()));
         Some(v)
     }
 
@@ -308,7 +416,11 @@ impl Memo {
         keys.sort();
         out.write_all(MAGIC)?;
         out.write_all(&self.salt)?;
-        write_entries(out, keys.into_iter().map(|k| (k, &*used[k])), segment_bytes)
+        // A spilled value that cannot be read back is left out: a cache entry fewer.
+        let entries = keys
+            .into_iter()
+            .filter_map(|k| Some((k, self.value(&used[k])?)));
+        write_entries(out, entries, segment_bytes)
     }
 
     /// What to add to the file this memo was read from for it to hold every entry this build
@@ -319,16 +431,15 @@ impl Memo {
         if !self.appendable {
             return None;
         }
-        let size = |v: &Arc<str>| ENTRY_HEAD + v.len();
         let dead: usize = self
             .stored
             .lock()
             .expect("memo lock")
             .values()
-            .map(size)
+            .map(|v| ENTRY_HEAD + v.len())
             .sum();
         let used = self.used.lock().expect("memo lock");
-        let live: usize = used.values().map(size).sum();
+        let live: usize = used.values().map(|v| ENTRY_HEAD + v.len()).sum();
         if dead > live {
             return None;
         }
@@ -338,7 +449,9 @@ impl Memo {
         let mut out = Vec::new();
         write_entries(
             &mut out,
-            fresh.iter().map(|k| (k, &*used[k])),
+            fresh
+                .iter()
+                .filter_map(|k| Some((k, self.value(used.get(k)?)?))),
             SEGMENT_BYTES,
         )
         .expect("writing to memory cannot fail");
@@ -350,7 +463,7 @@ impl Memo {
 /// (each entry: key, value length, value).
 fn write_entries<'a>(
     out: &mut impl std::io::Write,
-    entries: impl Iterator<Item = (&'a Key, &'a str)>,
+    entries: impl Iterator<Item = (&'a Key, Arc<str>)>,
     segment_bytes: usize,
 ) -> std::io::Result<()> {
     let mut body = Vec::with_capacity(segment_bytes + (64 << 10));
@@ -485,6 +598,56 @@ mod tests {
         m.get_or_compute("count", b"hello", || "5".into());
         m.get_or_compute("count", b"hi", || "2".into());
         m
+    }
+
+    /// A spilling memo holds no large value it computed, serves each again from the spill
+    /// file, and saves and appends the same bytes as a memo that holds them all.
+    #[test]
+    fn a_spilling_memo_serves_and_saves_what_a_holding_one_does() {
+        let big = |n: usize| format!("{n} {}", "page text ".repeat(SPILL_FROM / 5));
+        let run = |m: &Memo| {
+            for n in 0..40 {
+                m.get_or_compute("page", &[n as u8], || big(n));
+                m.get_or_compute("count", &[n as u8], || n.to_string());
+            }
+            m.get_or_compute_stamped("help", b"op", "b3:0123456789abcdef", || big(99));
+        };
+        let (held, spilling) = (Memo::new("salt"), Memo::new("salt").spilling());
+        run(&held);
+        run(&spilling);
+        let spilled = spilling
+            .used
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|v| matches!(v, Used::Spilled { .. }))
+            .count();
+        assert_eq!(spilled, 41, "every large value spilled, no small one");
+        assert_eq!(
+            &*spilling.get_or_compute("page", &[7], || unreachable!()),
+            big(7)
+        );
+        assert_eq!(
+            spilling.stats(),
+            MemoStats {
+                repeats: 1,
+                misses: 81,
+                ..held.stats()
+            }
+        );
+        assert_eq!(spilling.to_bytes(), held.to_bytes());
+
+        // Read back and extended: the appendix of new spilled entries is the held one's.
+        let (held2, spilling2) = (
+            Memo::read("salt", &held.to_bytes()),
+            Memo::read("salt", &held.to_bytes()).spilling(),
+        );
+        for m in [&held2, &spilling2] {
+            run(m);
+            m.get_or_compute("page", b"new", || big(1000));
+        }
+        assert_eq!(spilling2.appendix(), held2.appendix());
+        assert!(spilling2.appendix().is_some_and(|a| a.len() > SPILL_FROM));
     }
 
     #[test]

@@ -263,10 +263,8 @@ impl Shared<'_> {
             HelpPages::Built { pages, .. } => pages.clone(),
             HelpPages::Unbuilt { readers } => {
                 let readers = *readers;
-                let pages = std::sync::Arc::new(help::build_texts(
-                    reg,
-                    self.page_memo(reg).as_ref(),
-                ));
+                let pages =
+                    std::sync::Arc::new(help::build_texts(reg, self.page_memo(reg).as_ref()));
                 *state = HelpPages::Built {
                     pages: pages.clone(),
                     readers,
@@ -530,10 +528,12 @@ mod tests {
     fn the_help_pages_are_released_after_their_last_reader() {
         let reg = crate::compiler::compile_repo_catalog("definitions");
         let settings = Settings::default();
-        let released = |shared: &Shared| {
-            matches!(*shared.help.lock().unwrap(), HelpPages::Released)
-        };
-        let shared = Shared::new(&settings, &[Emitter::Registry, Emitter::Help, Emitter::Report]);
+        let released =
+            |shared: &Shared| matches!(*shared.help.lock().unwrap(), HelpPages::Released);
+        let shared = Shared::new(
+            &settings,
+            &[Emitter::Registry, Emitter::Help, Emitter::Report],
+        );
         let pages = shared.help(&reg);
         shared.done_with_help();
         assert!(!released(&shared), "the report still reads them");

@@ -120,13 +120,15 @@ impl BuildCache {
             .flatten()
     }
 
-    /// The memo of earlier builds by this binary (empty when there is none).
+    /// The memo of earlier builds by this binary (empty when there is none), spilling what this
+    /// build computes (see [`Memo::spilling`]).
     pub fn memo(&self) -> Memo {
         let salt = binary_identity();
         match self.read(MEMO_FILE) {
             Some(bytes) => Memo::read(&salt, &bytes),
             None => Memo::new(&salt),
         }
+        .spilling()
     }
 
     /// The last build's record, when it reads and has this format.
