@@ -8,19 +8,20 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// For a command that runs once and exits: freed memory is kept for reuse instead of being
-/// returned to the OS after 10 ms and faulted back in (on a 10,000-tool build that churn was a
-/// tenth of the time, all of it in the kernel). The long-running `serve` keeps the default.
-/// `MIMALLOC_PURGE_DELAY` set in the environment is left to mimalloc: a memory-bound machine
-/// trades some CPU for a lower peak (`MIMALLOC_PURGE_DELAY=100`: a 10,000-tool build's peak 790
-/// -> 640 MB for about 5% more CPU, see the guide's build performance).
+/// For a command that runs once and exits: freed memory is returned to the OS only once it has
+/// lain unused for 100 ms (mimalloc's default is 10 ms). At 10 ms, memory freed and soon reused
+/// was returned and faulted back in over and over (on a 10,000-tool build that churn was a
+/// tenth of the time, all of it in the kernel); never returning it cost that build 140 MB of
+/// peak (578 MB with 100 ms against 719 MB, for under 5% more CPU: see the guide's build
+/// performance). A query ends before 100 ms pass. `MIMALLOC_PURGE_DELAY` set in the
+/// environment is left to mimalloc (`-1`: never). The long-running `serve` keeps the default.
 fn batch_allocator(compiles: bool) {
     // `mi_option_purge_delay` in mimalloc's `mi_option_e`; mimalloc keeps option numbers stable
-    // (retired ones stay as `deprecated_` placeholders). -1: never purge.
+    // (retired ones stay as `deprecated_` placeholders). In milliseconds.
     const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a process-wide option; called once, before the work starts.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 100) };
     }
     if compiles {
         no_huge_pages();
