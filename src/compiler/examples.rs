@@ -4,7 +4,7 @@
 //! Placeholders follow the name and type: `"<task_id>"` for strings, the first enum value, the
 //! default where one exists, a number within bounds, sample values for common string formats.
 
-use crate::compiler::memo::Bounded;
+use crate::compiler::bounded::Bounded;
 use serde_json::{json, Map, Value};
 
 /// A minimal call for an op's parameters schema.

@@ -9,6 +9,7 @@
 //! their tokens (emitters, the provider lint and `diff` read both); `parallel` maps work over
 //! both cores in a fixed order, so output never depends on scheduling.
 
+pub(crate) mod bounded;
 pub mod classify;
 pub mod draft;
 pub mod enrich;

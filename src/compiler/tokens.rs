@@ -3,7 +3,8 @@
 //! encodings' pre-tokenizers must cut, so a part counted once (a key, a repeated description)
 //! costs a hash after, and an incremental build takes what an earlier one counted from the memo.
 
-use crate::compiler::memo::{Bounded, Memo};
+use crate::compiler::bounded::Bounded;
+use crate::compiler::memo::Memo;
 use crate::model::help::compact_json;
 use std::cell::RefCell;
 use std::collections::HashMap;
