@@ -359,12 +359,12 @@ impl Memo {
                 self.repeats.fetch_add(1, Ordering::Relaxed);
                 return Some(v.clone());
             }
-            Some(Used::Spilled { at, len }) => Some(Used::Spilled { at: *at, len: *len }),
+            Some(Used::Spilled { at, len }) => Some((*at, *len)),
             None => None,
         };
-        if let Some(spilled) = spilled {
+        if let Some((at, len)) = spilled {
             // Read back outside the map's lock; a failed read is computed again (and kept).
-            let v = self.value(&spilled);
+            let v = self.value(&Used::Spilled { at, len });
             if v.is_some() {
                 self.repeats.fetch_add(1, Ordering::Relaxed);
             } else {
