@@ -12,9 +12,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// lain unused for 100 ms (mimalloc's default is 10 ms). At 10 ms, memory freed and soon reused
 /// was returned and faulted back in over and over (on a 10,000-tool build that churn was a
 /// tenth of the time, all of it in the kernel); never returning it cost that build about 140 MB
-/// of peak, against under 5% more CPU for returning it (the guide's build performance). A query
-/// ends before 100 ms pass. `MIMALLOC_PURGE_DELAY` set in the
-/// environment is left to mimalloc (`-1`: never). The long-running `serve` keeps the default.
+/// of peak, against under 5% more CPU for returning it (the guide's build performance). A cold
+/// query (7-24 ms at 10,000 ops) ends before any memory is returned. `MIMALLOC_PURGE_DELAY` set
+/// in the environment is left to mimalloc (`-1`: never). The long-running `serve` keeps the
+/// default.
 fn batch_allocator(compiles: bool) {
     // `mi_option_purge_delay` in mimalloc's `mi_option_e`; mimalloc keeps option numbers stable
     // (retired ones stay as `deprecated_` placeholders). In milliseconds.
