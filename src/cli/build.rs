@@ -5,8 +5,9 @@ use super::args::{Definitions, Format, LintFormat, Out};
 use super::progress::Progress;
 use super::shared::{display, show};
 use std::process::ExitCode;
-use toolreg::builder::{generate, generate_opts};
+use toolreg::builder::{generate, generate_outputs};
 use toolreg::diag::Diagnostics;
+use toolreg::emit::outputs::{Artifacts as _, Outputs};
 use toolreg::output::{self, Ownership};
 use toolreg::write::cache::{self, BuildCache, BuildInputs, BuildRecord};
 
@@ -63,7 +64,13 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
         defs.quiet,
     );
     progress.stage("compiling and emitting");
-    let g = generate_opts(&defs.definitions, &emitters, &settings, out.strict);
+    let g = generate_outputs(
+        &defs.definitions,
+        &emitters,
+        &settings,
+        out.strict,
+        Outputs::spilling(),
+    );
     progress.finish();
     show(&g.compiled.diagnostics, format, defs.verbose);
     if defs.verbose {
@@ -84,7 +91,7 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
         );
         return ExitCode::from(2);
     }
-    let Some(files) = g.files else {
+    let Some(files) = g.outputs else {
         eprintln!(
             "error: build stopped; `{}` was not changed",
             display(&out.out)
@@ -125,13 +132,13 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
                 .then(|| {
                     Some(BuildRecord::new(
                         print.clone()?,
-                        files.get(toolreg::emit::MANIFEST)?,
+                        &files.text(toolreg::emit::MANIFEST).ok()?,
                         keep_lock
                             .then(|| cache::lock_hash(&defs.definitions))
                             .flatten(),
                         &g.compiled.diagnostics,
                         reg,
-                        files.len(),
+                        files.count(),
                         quarantined,
                     ))
                 })
@@ -232,18 +239,19 @@ fn say_built(ops: usize, groups: usize, version: &str, r: &output::WriteReport, 
 pub(super) fn check(defs: Definitions, out: Out, format: Format) -> ExitCode {
     out.warn_unused_model();
     let mut progress = Progress::start(&format!("checking {}", display(&out.out)), defs.quiet);
-    let g = generate_opts(
+    let g = generate_outputs(
         &defs.definitions,
         &out.emitters(),
         &out.settings(),
         out.strict,
+        Outputs::spilling(),
     );
     progress.finish();
     if out.strict && strict_failure(&g.compiled.diagnostics) {
         show(&g.compiled.diagnostics, format, defs.verbose);
         return ExitCode::from(2);
     }
-    let Some(files) = g.files else {
+    let Some(files) = g.outputs else {
         show(&g.compiled.diagnostics, format, defs.verbose);
         eprintln!(
             "error: cannot check `{}`: the definitions have errors",
@@ -265,7 +273,7 @@ pub(super) fn check(defs: Definitions, out: Out, format: Format) -> ExitCode {
             eprintln!(
                 "`{}` is up to date ({} files)",
                 display(&out.out),
-                files.len()
+                files.count()
             );
             if let Some(reg) = &g.compiled.registry {
                 say_quarantined(reg);

@@ -26,6 +26,7 @@
 //! a saved file holds exactly what the build used) read top to bottom. About 230 of its lines
 //! are tests.
 
+use crate::compiler::spill::{SpillFile, Spilled};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -53,43 +54,15 @@ type KeyMap<V = Arc<str>> = HashMap<Key, V, std::hash::BuildHasherDefault<Digest
 /// An entry this build used: held, or in the spill file.
 enum Used {
     Held(Arc<str>),
-    Spilled { at: u64, len: usize },
+    Spilled(Spilled),
 }
 
 impl Used {
     fn len(&self) -> usize {
         match self {
             Used::Held(v) => v.len(),
-            Used::Spilled { len, .. } => *len,
+            Used::Spilled(place) => place.len,
         }
-    }
-}
-
-/// The spill file: values appended, read back by offset.
-struct Spill {
-    file: std::fs::File,
-    end: u64,
-}
-
-impl Spill {
-    fn put(&mut self, value: &str) -> std::io::Result<Used> {
-        use std::io::{Seek, SeekFrom, Write};
-        self.file.seek(SeekFrom::Start(self.end))?;
-        self.file.write_all(value.as_bytes())?;
-        let at = self.end;
-        self.end += value.len() as u64;
-        Ok(Used::Spilled {
-            at,
-            len: value.len(),
-        })
-    }
-
-    fn get(&mut self, at: u64, len: usize) -> Option<String> {
-        use std::io::{Read, Seek, SeekFrom};
-        self.file.seek(SeekFrom::Start(at)).ok()?;
-        let mut bytes = vec![0; len];
-        self.file.read_exact(&mut bytes).ok()?;
-        String::from_utf8(bytes).ok()
     }
 }
 
@@ -132,7 +105,7 @@ pub struct Memo {
     /// Used (served or computed) by this build: what `to_bytes` saves.
     used: Mutex<KeyMap<Used>>,
     /// Where computed values of `SPILL_FROM` bytes or more go, when the memo spills.
-    spill: Mutex<Option<Spill>>,
+    spill: Mutex<Option<SpillFile>>,
     /// Keys this build computed (in `used`, not on disk yet): what an appendix holds.
     fresh: Mutex<Vec<Key>>,
     /// Read from a file of this binary with every segment intact: new entries may be appended.
@@ -224,8 +197,7 @@ impl Memo {
     /// temporary file instead of holding them (a build's memo; nothing of it outlives the
     /// process). Without a temporary folder to write in, it holds them as before.
     pub fn spilling(self) -> Memo {
-        let spill = tempfile::tempfile().ok().map(|file| Spill { file, end: 0 });
-        *self.spill.lock().expect("memo lock") = spill;
+        *self.spill.lock().expect("memo lock") = SpillFile::new();
         self
     }
 
@@ -234,8 +206,8 @@ impl Memo {
     fn keep(&self, value: &Arc<str>) -> Used {
         if value.len() >= SPILL_FROM {
             if let Some(spill) = self.spill.lock().expect("memo lock").as_mut() {
-                if let Ok(used) = spill.put(value) {
-                    return used;
+                if let Ok(place) = spill.put(value) {
+                    return Used::Spilled(place);
                 }
             }
         }
@@ -246,12 +218,12 @@ impl Memo {
     fn value(&self, used: &Used) -> Option<Arc<str>> {
         match used {
             Used::Held(v) => Some(v.clone()),
-            Used::Spilled { at, len } => self
+            Used::Spilled(place) => self
                 .spill
                 .lock()
                 .expect("memo lock")
                 .as_mut()?
-                .get(*at, *len)
+                .get(*place)
                 .map(Arc::from),
         }
     }
@@ -359,12 +331,12 @@ impl Memo {
                 self.repeats.fetch_add(1, Ordering::Relaxed);
                 return Some(v.clone());
             }
-            Some(Used::Spilled { at, len }) => Some((*at, *len)),
+            Some(Used::Spilled(place)) => Some(*place),
             None => None,
         };
-        if let Some((at, len)) = spilled {
+        if let Some(place) = spilled {
             // Read back outside the map's lock; a failed read is computed again (and kept).
-            let v = self.value(&Used::Spilled { at, len });
+            let v = self.value(&Used::Spilled(place));
             if v.is_some() {
                 self.repeats.fetch_add(1, Ordering::Relaxed);
             } else {
@@ -584,7 +556,7 @@ mod tests {
             .lock()
             .unwrap()
             .values()
-            .filter(|v| matches!(v, Used::Spilled { .. }))
+            .filter(|v| matches!(v, Used::Spilled(_)))
             .count();
         assert_eq!(spilled, 41, "every large value spilled, no small one");
         assert_eq!(

@@ -30,6 +30,7 @@ pub mod policy;
 pub mod provider_lint;
 pub mod report;
 pub mod source;
+pub mod spill;
 pub mod stamp;
 pub mod surfaces;
 pub mod tokens;

@@ -187,7 +187,7 @@ pub fn artifacts<'a>(emitted: impl IntoIterator<Item = (&'a str, usize, usize)>)
 pub fn disclosure(
     reg: &Registry,
     help: &PageTexts,
-    files: &std::collections::BTreeMap<String, String>,
+    file: impl Fn(&str) -> Option<String>,
     codemode_path: impl Fn(&crate::registry::OpRecord) -> [String; 3],
 ) -> Value {
     let t = Tokens::get();
@@ -211,7 +211,7 @@ pub fn disclosure(
         via_codemode.push(
             codemode_path(r)
                 .into_iter()
-                .map(|f| count(format!("file:{f}"), &|| files.get(&f).cloned()))
+                .map(|f| count(format!("file:{f}"), &|| file(&f)))
                 .sum(),
         );
     }

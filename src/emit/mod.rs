@@ -7,6 +7,7 @@ pub mod codemode;
 pub mod docs;
 pub mod help;
 pub mod lookup;
+pub mod outputs;
 pub mod python;
 pub mod registry_json;
 pub mod report;
@@ -21,7 +22,8 @@ pub mod zod;
 
 use crate::canonical::to_pretty;
 use crate::diag::Diagnostics;
-use crate::registry::{Registry, FORMAT_VERSION, GENERATOR};
+use crate::registry::Registry;
+use outputs::{Artifacts as _, Outputs};
 use std::collections::BTreeMap;
 
 /// Relative `/`-separated path -> file contents. Sorted, so writing and checking are stable.
@@ -382,59 +384,70 @@ pub fn emit_with(
     settings: &Settings,
     diags: &mut Diagnostics,
 ) -> FileMap {
+    emit_outputs(reg, emitters, settings, Outputs::holding(), diags)
+        .into_file_map()
+        .expect("held outputs need no reading back")
+}
+
+/// `emit_with` into `outputs`: with [`Outputs::spilling`], each emitter's files leave memory as
+/// soon as it is done (what `toolreg build` and `check` use).
+pub fn emit_outputs(
+    reg: &Registry,
+    emitters: &[Emitter],
+    settings: &Settings,
+    mut outputs: Outputs,
+    diags: &mut Diagnostics,
+) -> Outputs {
     // Emitters are independent pure functions of the IR: run them on every core, the costliest
     // first, then merge files and diagnostics in emitter order so output stays byte-identical.
     let mut order: Vec<usize> = (0..emitters.len()).collect();
     order.sort_by_key(|&i| emitters[i].cost_rank());
     let shared = Shared::new(settings, emitters);
+    let outputs_ref = &outputs;
     let mut results = crate::compiler::parallel::map_in_order(&order, |&i| {
         let mut d = Diagnostics::default();
-        let files = emitters[i].emit(reg, &shared, &mut d);
-        (i, files, d)
+        let mut files = emitters[i].emit(reg, &shared, &mut d);
+        let size = (files.len(), files.values().map(String::len).sum::<usize>());
+        for (path, text) in files.iter_mut() {
+            escape_raw_controls(path, text);
+        }
+        (i, outputs_ref.prepare(files), size, d)
     });
-    results.sort_by_key(|(i, _, _)| *i);
+    results.sort_by_key(|(i, ..)| *i);
     // Every emitter's output but the report's own (which cannot count itself).
     let sizes: Vec<(&str, usize, usize)> = results
         .iter()
-        .filter(|(i, _, _)| emitters[*i] != Emitter::Report)
-        .map(|(i, f, _)| {
-            let bytes = f.values().map(String::len).sum();
-            (emitters[*i].name(), f.len(), bytes)
-        })
+        .filter(|(i, ..)| emitters[*i] != Emitter::Report)
+        .map(|(i, _, (files, bytes), _)| (emitters[*i].name(), *files, *bytes))
         .collect();
-    let mut files = FileMap::new();
-    for (_, f, d) in results {
-        files.extend(f);
+    for (_, prepared, _, d) in results {
+        outputs.add(prepared);
         diags.extend(d);
     }
-    if let Some(text) = files.get(report::FILE) {
+    if let Ok(text) = outputs.text(report::FILE) {
         let mut report: serde_json::Value =
-            serde_json::from_str(text).expect("the report emitter writes JSON");
+            serde_json::from_str(&text).expect("the report emitter writes JSON");
         report["artifacts"] = crate::compiler::report::artifacts(sizes);
         if emitters.contains(&Emitter::Codemode) {
             report["disclosure"] = crate::compiler::report::disclosure(
                 reg,
                 &shared.help(reg),
-                &files,
+                |path| outputs.text(path).ok().map(std::borrow::Cow::into_owned),
                 codemode::path_to,
             );
         }
-        files.insert(
-            report::FILE.to_string(),
-            to_pretty(&crate::canonical::sort_keys(&report)),
-        );
-    }
-    for (path, text) in files.iter_mut() {
-        escape_raw_controls(path, text);
+        let text = to_pretty(&crate::canonical::sort_keys(&report));
+        outputs.insert(report::FILE.to_string(), text);
     }
     // With both files, where each op and page lies in them (cold help and exec read one).
-    if let (Some(r), Some(h)) = (files.get(registry_json::FILE), files.get(help::FILE)) {
-        if let Some((name, text)) = lookup::render(reg, r, h) {
-            files.insert(name, text);
+    if let (Ok(r), Ok(h)) = (outputs.text(registry_json::FILE), outputs.text(help::FILE)) {
+        if let Some((name, text)) = lookup::render(reg, &r, &h) {
+            drop((r, h));
+            outputs.insert(name, text);
         }
     }
-    add_manifest(reg, &mut files);
-    files
+    outputs.add_manifest(reg);
+    outputs
 }
 
 /// The last guard on code and pages: a control character other than newline and tab that
@@ -494,27 +507,6 @@ pub fn manifest_hash_of_reader(reader: impl std::io::Read) -> std::io::Result<St
 
 fn manifest_hash_of_digest(digest: blake3::Hash) -> String {
     format!("b3:{}", &digest.to_hex()[..16])
-}
-
-/// Adds `toolreg.manifest.json`: generator, versions and a blake3 per file. `toolreg build`
-/// treats a folder holding it as its own, and only removes files a manifest listed.
-pub fn add_manifest(reg: &Registry, files: &mut FileMap) {
-    let listed: BTreeMap<&String, String> = files
-        .iter()
-        .filter(|(p, _)| p.as_str() != MANIFEST)
-        .map(|(p, c)| (p, manifest_hash(c)))
-        .collect();
-    let manifest = serde_json::json!({
-        "generator": GENERATOR,
-        "format_version": FORMAT_VERSION,
-        "registry_version": reg.registry_version,
-        "note": "Generated by toolreg; do not edit. Every file listed here is rewritten or removed by `toolreg build`.",
-        "files": listed,
-    });
-    files.insert(
-        MANIFEST.to_string(),
-        to_pretty(&crate::canonical::sort_keys(&manifest)),
-    );
 }
 
 #[cfg(test)]

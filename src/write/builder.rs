@@ -14,6 +14,7 @@
 
 use crate::compiler::Compiled;
 use crate::diag::{Diagnostic, Diagnostics, Severity};
+use crate::emit::outputs::Outputs;
 use crate::emit::{Emitter, FileMap, Settings};
 use crate::output::{self, Ownership, WriteReport};
 use crate::registry::Registry;
@@ -46,6 +47,32 @@ pub fn generate_opts(
     settings: &Settings,
     strict: bool,
 ) -> Generated {
+    let g = generate_outputs(definitions, emitters, settings, strict, Outputs::holding());
+    Generated {
+        compiled: g.compiled,
+        files: g.outputs.map(|o| {
+            o.into_file_map()
+                .expect("held outputs need no reading back")
+        }),
+    }
+}
+
+/// [`Generated`] with the files as [`Outputs`] (spilled, with [`Outputs::spilling`]).
+pub struct GeneratedOutputs {
+    pub compiled: Compiled,
+    /// `None` when compiling found errors.
+    pub outputs: Option<Outputs>,
+}
+
+/// `generate_opts` into `outputs`: with [`Outputs::spilling`], each emitter's files leave memory
+/// once it is done, and the writer reads them back one at a time (`toolreg build` and `check`).
+pub fn generate_outputs(
+    definitions: &Path,
+    emitters: &[Emitter],
+    settings: &Settings,
+    strict: bool,
+    outputs: Outputs,
+) -> GeneratedOutputs {
     let mut compiled = crate::compiler::compile_with_memo(
         definitions,
         crate::compiler::OverlaySource::File,
@@ -53,10 +80,10 @@ pub fn generate_opts(
         settings.memo.as_deref(),
     );
     let mut diags = Diagnostics::default();
-    let files = compiled
+    let outputs = compiled
         .registry
         .as_ref()
-        .map(|r| crate::emit::emit_with(r, emitters, settings, &mut diags));
+        .map(|r| crate::emit::emit_outputs(r, emitters, settings, outputs, &mut diags));
     let failed = diags.has_errors();
     // The Rust emitter locates untyped ops relative to the definitions folder (the IR's source
     // paths); show them as the user named that folder.
@@ -68,9 +95,9 @@ pub fn generate_opts(
     });
     compiled.diagnostics.extend(diags);
     compiled.diagnostics.sort();
-    Generated {
+    GeneratedOutputs {
         compiled,
-        files: files.filter(|_| !failed),
+        outputs: outputs.filter(|_| !failed),
     }
 }
 

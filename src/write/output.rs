@@ -1,4 +1,5 @@
-//! Write and check an output folder against a [`FileMap`].
+//! Write and check an output folder against a build's files (a [`FileMap`], or the build's
+//! [`Outputs`](crate::emit::outputs::Outputs), which read spilled texts back one at a time).
 //!
 //! Writing is all-or-nothing and write-if-changed, and survives `kill -9` at any moment:
 //!
@@ -30,7 +31,10 @@
 //! invariant would be spread over several files. About 210 of its lines are tests.
 
 use crate::diag::{Code, Diagnostic, Location};
-use crate::emit::{FileMap, MANIFEST};
+use crate::emit::outputs::Artifacts;
+#[cfg(any(doc, test))]
+use crate::emit::FileMap;
+use crate::emit::MANIFEST;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -284,13 +288,13 @@ fn ensure_folder(out: &Path) -> Result<bool, Box<Diagnostic>> {
 
 /// Before build writes into a folder without a manifest, the folder must hold nothing at all
 /// (dotfiles and links included): toolreg never adopts (and later deletes) someone else's files.
-fn ensure_adoptable(out: &Path, files: &FileMap) -> Result<(), Box<Diagnostic>> {
+fn ensure_adoptable(out: &Path, files: &impl Artifacts) -> Result<(), Box<Diagnostic>> {
     if out.join(MANIFEST).is_file() {
         return Ok(());
     }
     let mut foreign = unowned_entries(out)?;
     // Name first what build would not even write: those are surely someone else's.
-    foreign.sort_by_key(|f| files.contains_key(f));
+    foreign.sort_by_key(|f| files.has(f));
     if foreign.is_empty() {
         return Ok(());
     }
@@ -426,9 +430,9 @@ fn first_diff(expected: &str, actual: &str) -> FirstDiff {
 
 /// Every artifact path must stay inside the output folder: plain relative components only (no
 /// `..`, no root, no drive). Emitters build paths from validated names; this is the last line.
-fn ensure_inside(out: &Path, files: &FileMap) -> Result<(), Box<Diagnostic>> {
+fn ensure_inside(out: &Path, files: &impl Artifacts) -> Result<(), Box<Diagnostic>> {
     use std::path::Component;
-    for rel in files.keys() {
+    for rel in files.paths() {
         let p = Path::new(rel);
         let plain = !rel.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)));
         if !plain {
@@ -448,7 +452,11 @@ fn ensure_inside(out: &Path, files: &FileMap) -> Result<(), Box<Diagnostic>> {
 
 /// Compares `out` with `files`. Line endings are normalized before comparing. A write that a
 /// killed build committed but did not finish is completed first, so `check` sees whole trees.
-pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport, Box<Diagnostic>> {
+pub fn check(
+    out: &Path,
+    files: &impl Artifacts,
+    mode: Ownership,
+) -> Result<CheckReport, Box<Diagnostic>> {
     ensure_inside(out, files)?;
     settle(out)?;
     check_unlocked(out, files, mode, &listed_files(out), None)
@@ -456,14 +464,15 @@ pub fn check(out: &Path, files: &FileMap, mode: Ownership) -> Result<CheckReport
 
 /// The hash the new manifest records for each file of `files` (what `write` compares with the
 /// old manifest's, so a file whose text changed is known changed without reading it).
-fn manifest_hashes(files: &FileMap) -> BTreeMap<String, String> {
+fn manifest_hashes(files: &impl Artifacts) -> BTreeMap<String, String> {
     #[derive(serde::Deserialize)]
     struct Listed {
         files: BTreeMap<String, String>,
     }
     files
-        .get(MANIFEST)
-        .and_then(|text| serde_json::from_str::<Listed>(text).ok())
+        .text(MANIFEST)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Listed>(&text).ok())
         .map(|m| m.files)
         .unwrap_or_default()
 }
@@ -475,7 +484,7 @@ fn manifest_hashes(files: &FileMap) -> BTreeMap<String, String> {
 /// is found.
 fn check_unlocked(
     out: &Path,
-    files: &FileMap,
+    files: &impl Artifacts,
     mode: Ownership,
     listed: &BTreeMap<String, Option<String>>,
     fresh: Option<&BTreeMap<String, String>>,
@@ -483,12 +492,18 @@ fn check_unlocked(
     let details = fresh.is_none();
     let mut report = CheckReport::default();
     if !ensure_folder(out)? {
-        report.missing = files.keys().cloned().collect();
+        report.missing = files.paths().map(str::to_owned).collect();
         return Ok(report);
     }
     let mut plain = PlainFolders::default();
-    for (rel, want) in files {
+    for rel in files.paths() {
         let path = out.join(rel);
+        // Read (back) only when needed: a file known changed by its hash never is.
+        let want = || {
+            files
+                .text(rel)
+                .map_err(|e| io_error(&path, "read back the new text of", e))
+        };
         if let Err(d) = ensure_no_links_in(out, rel, &mut plain) {
             // Not toolreg's file: `write` refuses to write through it (TR053); `check` reports
             // it as changed.
@@ -496,10 +511,10 @@ fn check_unlocked(
                 return Err(d);
             }
             report.changed.push((
-                rel.clone(),
+                rel.to_owned(),
                 FirstDiff {
                     line: 1,
-                    expected: want.lines().next().map(str::to_owned),
+                    expected: want()?.lines().next().map(str::to_owned),
                     actual: Some("(a symbolic link or not a regular file)".into()),
                     stamp_only: false,
                 },
@@ -511,51 +526,54 @@ fn check_unlocked(
         if recorded.is_some() && new_hash.is_some() && recorded != new_hash {
             // Listed by the old manifest, so a plain file (`listed_files`): known changed. A
             // forged manifest can only make toolreg rewrite a file, never skip one.
-            report.changed.push((rel.clone(), FirstDiff::unread()));
+            report.changed.push((rel.to_owned(), FirstDiff::unread()));
             continue;
         }
-        match fs::read(&path) {
+        let read = fs::read(&path);
+        let want = match &read {
+            Ok(_) => want()?,
+            Err(_) => std::borrow::Cow::Borrowed(""),
+        };
+        match read {
             Ok(bytes) if bytes == want.as_bytes() => {}
             Ok(bytes) if !details => {
                 // Only line endings are forgiven (a checkout's CRLF), so a file with no CR
                 // differs as it is and is never decoded (most files of a rebuild).
                 let same_but_eol = bytes.contains(&b'\r')
-                    && normalize_eol(&String::from_utf8_lossy(&bytes)) == want.as_str();
+                    && normalize_eol(&String::from_utf8_lossy(&bytes)) == want;
                 if !same_but_eol {
-                    report.changed.push((rel.clone(), FirstDiff::unread()));
+                    report.changed.push((rel.to_owned(), FirstDiff::unread()));
                 }
             }
             Ok(bytes) => {
                 let have = String::from_utf8_lossy(&bytes);
                 let have = normalize_eol(&have);
-                if have != want.as_str() {
+                if have != want {
                     // The first difference that is not a version stamp (stamps blanked, `b3:*`),
                     // or, in a file that differs in nothing else, the first stamp.
-                    let (want_text, have_text) = (without_stamps(want), without_stamps(&have));
+                    let (want_text, have_text) = (without_stamps(&want), without_stamps(&have));
                     let diff = if want_text == have_text {
                         FirstDiff {
                             stamp_only: true,
-                            ..first_diff(want, &have)
+                            ..first_diff(&want, &have)
                         }
                     } else {
                         first_diff(&want_text, &have_text)
                     };
-                    report.changed.push((rel.clone(), diff));
+                    report.changed.push((rel.to_owned(), diff));
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => report.missing.push(rel.clone()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                report.missing.push(rel.to_owned())
+            }
             Err(e) => return Err(io_error(&path, "read", e)),
         }
     }
-    report.extra = listed
-        .keys()
-        .filter(|p| !files.contains_key(*p))
-        .cloned()
-        .collect();
+    report.extra = listed.keys().filter(|p| !files.has(p)).cloned().collect();
     if mode == Ownership::Folder {
         report.foreign = visible_files(out)?
             .into_iter()
-            .filter(|p| !files.contains_key(p) && !listed.contains_key(p))
+            .filter(|p| !files.has(p) && !listed.contains_key(p))
             .collect();
     }
     Ok(report)
@@ -580,7 +598,11 @@ pub fn settle(out: &Path) -> Result<bool, Box<Diagnostic>> {
 }
 
 /// Writes `files` into `out`, all-or-nothing; see the module docs.
-pub fn write(out: &Path, files: &FileMap, mode: Ownership) -> Result<WriteReport, Box<Diagnostic>> {
+pub fn write(
+    out: &Path,
+    files: &impl Artifacts,
+    mode: Ownership,
+) -> Result<WriteReport, Box<Diagnostic>> {
     ensure_inside(out, files)?;
     let existed = ensure_folder(out)?;
     let result = write_locked(out, files, mode);
@@ -594,7 +616,7 @@ pub fn write(out: &Path, files: &FileMap, mode: Ownership) -> Result<WriteReport
 
 fn write_locked(
     out: &Path,
-    files: &FileMap,
+    files: &impl Artifacts,
     mode: Ownership,
 ) -> Result<WriteReport, Box<Diagnostic>> {
     fs::create_dir_all(out).map_err(|e| io_error(out, "create", e))?;
@@ -622,7 +644,7 @@ fn write_locked(
             unchanged_since_written(out, p, recorded.get(p).and_then(|h| h.as_deref()))
         });
     let mut report = WriteReport {
-        unchanged: files.len() - status.changed.len() - status.missing.len(),
+        unchanged: files.count() - status.changed.len() - status.missing.len(),
         kept,
         ..Default::default()
     };
@@ -648,7 +670,10 @@ fn write_locked(
             let tmp = staging.join(rel);
             let dir = tmp.parent().unwrap_or(&staging);
             made.make(dir).map_err(|e| io_error(dir, "create", e))?;
-            fs::write(&tmp, files[rel].as_bytes()).map_err(|e| io_error(&tmp, "write", e))?;
+            let text = files
+                .text(rel)
+                .map_err(|e| io_error(&tmp, "read back the new text of", e))?;
+            fs::write(&tmp, text.as_bytes()).map_err(|e| io_error(&tmp, "write", e))?;
         }
         let journal = Journal {
             replace: to_write.clone(),
