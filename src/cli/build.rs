@@ -69,7 +69,7 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
         &emitters,
         &settings,
         out.strict,
-        Outputs::spilling(),
+        Outputs::spilling().against(output::baseline(&out.out)),
     );
     progress.finish();
     show(&g.compiled.diagnostics, format, defs.verbose);
@@ -244,7 +244,7 @@ pub(super) fn check(defs: Definitions, out: Out, format: Format) -> ExitCode {
         &out.emitters(),
         &out.settings(),
         out.strict,
-        Outputs::spilling(),
+        Outputs::spilling().against(output::baseline(&out.out)),
     );
     progress.finish();
     if out.strict && strict_failure(&g.compiled.diagnostics) {

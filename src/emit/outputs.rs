@@ -4,6 +4,11 @@
 //! of it until the output folder is written was the largest part of the build's peak, since the
 //! registry and the last emitters' working sets are live beside it.
 //!
+//! Against a [`Baseline`] (the output folder as the last build left it), a file whose text is
+//! already there byte for byte is not kept at all: the writer knows it unchanged without reading
+//! it again, and reads it from the folder if anything asks for its text. A rebuild after one
+//! changed tool keeps only the few files that changed.
+//!
 //! [`Artifacts`] is what the writer and `check` need of a set of files; a plain [`FileMap`] is
 //! one too (tests, `build.rs`, and the library's `emit`).
 
@@ -25,6 +30,32 @@ pub trait Artifacts {
     fn count(&self) -> usize;
     /// The text of `rel`: an error when it is not one of the files or cannot be read back.
     fn text(&self, rel: &str) -> std::io::Result<Cow<'_, str>>;
+    /// Whether `rel` was found in the output folder as it is, byte for byte, against
+    /// [`Artifacts::baseline`] (then the writer need not read it).
+    fn unchanged(&self, _rel: &str) -> bool {
+        false
+    }
+    /// The listing (each file the folder's manifest listed, with its recorded hash) that
+    /// `unchanged` was judged against; a writer whose folder lists otherwise under its lock must
+    /// not trust `unchanged`.
+    fn baseline(&self) -> Option<&Listing> {
+        None
+    }
+}
+
+/// The files an output folder's manifest lists, each with the hash it records (the manifest
+/// itself with none).
+pub type Listing = BTreeMap<String, Option<String>>;
+
+/// The output folder as the last build left it, which outputs are compared with as they are made
+/// (implemented by the writer, which owns the folder's rules: links, the manifest).
+pub trait Baseline: Send + Sync {
+    /// Whether the folder holds `rel` with exactly `text` (whose manifest hash is `hash`).
+    fn holds(&self, rel: &str, text: &str, hash: &str) -> bool;
+    /// `rel`'s bytes as the folder holds them now.
+    fn read(&self, rel: &str) -> std::io::Result<Vec<u8>>;
+    /// What the folder's manifest listed when the baseline was taken.
+    fn listing(&self) -> &Listing;
 }
 
 impl Artifacts for FileMap {
@@ -51,10 +82,11 @@ fn not_an_artifact(rel: &str) -> std::io::Error {
     )
 }
 
-/// One file's text: held, or in the spill file.
+/// One file's text: held, in the spill file, or found in the output folder as it is.
 enum Text {
     Held(String),
     Spilled(Spilled),
+    OnDisk,
 }
 
 /// One file of [`Outputs`], ready to be added.
@@ -70,6 +102,7 @@ pub struct Outputs {
     files: BTreeMap<String, Output>,
     /// `None`: every file is held.
     spill: Option<Mutex<SpillFile>>,
+    baseline: Option<Box<dyn Baseline>>,
 }
 
 /// The smallest text worth spilling: a smaller one costs more to write and read back than it
@@ -82,6 +115,7 @@ impl Outputs {
         Outputs {
             files: BTreeMap::new(),
             spill: None,
+            baseline: None,
         }
     }
 
@@ -91,7 +125,14 @@ impl Outputs {
         Outputs {
             files: BTreeMap::new(),
             spill: SpillFile::new().map(Mutex::new),
+            baseline: None,
         }
+    }
+
+    /// These outputs, keeping no file that `baseline` already holds as it is.
+    pub fn against(mut self, baseline: Option<Box<dyn Baseline>>) -> Outputs {
+        self.baseline = baseline;
+        self
     }
 
     /// `files` hashed and, when these outputs spill, spilled (callable from every emitter's
@@ -101,6 +142,19 @@ impl Outputs {
             .into_iter()
             .map(|(path, text)| {
                 let hash = super::manifest_hash(&text);
+                if self
+                    .baseline
+                    .as_ref()
+                    .is_some_and(|b| b.holds(&path, &text, &hash))
+                {
+                    return (
+                        path,
+                        Output {
+                            text: Text::OnDisk,
+                            hash,
+                        },
+                    );
+                }
                 let text = match &self.spill {
                     Some(spill) if text.len() >= SPILL_FROM => {
                         match spill.lock().expect("spill lock").put(&text) {
@@ -154,18 +208,42 @@ impl Outputs {
     }
 
     /// Every file held in memory (each spilled one read back): what `emit` returns.
-    pub fn into_file_map(self) -> std::io::Result<FileMap> {
-        let mut spill = self.spill.map(|s| s.into_inner().expect("spill lock"));
-        self.files
+    pub fn into_file_map(mut self) -> std::io::Result<FileMap> {
+        let files = std::mem::take(&mut self.files);
+        files
             .into_iter()
             .map(|(path, o)| {
                 let text = match o.text {
                     Text::Held(t) => t,
-                    Text::Spilled(place) => read_back(spill.as_mut(), place, &path)?,
+                    _ => self.read(&path, &o)?,
                 };
                 Ok((path, text))
             })
             .collect()
+    }
+
+    /// A text not held: read back from the spill file, or from the output folder (checked
+    /// against its hash: a file edited since it was compared is an error, never a wrong text).
+    fn read(&self, rel: &str, o: &Output) -> std::io::Result<String> {
+        match &o.text {
+            Text::Held(t) => Ok(t.clone()),
+            Text::Spilled(place) => {
+                let mut spill = self.spill.as_ref().map(|s| s.lock().expect("spill lock"));
+                read_back(spill.as_deref_mut(), *place, rel)
+            }
+            Text::OnDisk => {
+                let changed = || {
+                    std::io::Error::other(format!(
+                        "`{rel}` changed in the output folder while this build ran; run the build again"
+                    ))
+                };
+                let bytes = self.baseline.as_ref().ok_or_else(changed)?.read(rel)?;
+                if super::manifest_hash_of_bytes(&bytes) != o.hash {
+                    return Err(changed());
+                }
+                String::from_utf8(bytes).map_err(|_| changed())
+            }
+        }
     }
 }
 
@@ -180,18 +258,19 @@ impl Artifacts for Outputs {
         self.files.len()
     }
     fn text(&self, rel: &str) -> std::io::Result<Cow<'_, str>> {
-        match &self
-            .files
-            .get(rel)
-            .ok_or_else(|| not_an_artifact(rel))?
-            .text
-        {
+        let o = self.files.get(rel).ok_or_else(|| not_an_artifact(rel))?;
+        match &o.text {
             Text::Held(t) => Ok(Cow::Borrowed(t)),
-            Text::Spilled(place) => {
-                let mut spill = self.spill.as_ref().map(|s| s.lock().expect("spill lock"));
-                read_back(spill.as_deref_mut(), *place, rel).map(Cow::Owned)
-            }
+            _ => self.read(rel, o).map(Cow::Owned),
         }
+    }
+    fn unchanged(&self, rel: &str) -> bool {
+        self.files
+            .get(rel)
+            .is_some_and(|o| matches!(o.text, Text::OnDisk))
+    }
+    fn baseline(&self) -> Option<&Listing> {
+        self.baseline.as_ref().map(|b| b.listing())
     }
 }
 

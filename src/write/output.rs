@@ -31,7 +31,7 @@
 //! invariant would be spread over several files. About 210 of its lines are tests.
 
 use crate::diag::{Code, Diagnostic, Location};
-use crate::emit::outputs::Artifacts;
+use crate::emit::outputs::{Artifacts, Baseline, Listing};
 #[cfg(any(doc, test))]
 use crate::emit::FileMap;
 use crate::emit::MANIFEST;
@@ -490,6 +490,23 @@ fn check_unlocked(
     fresh: Option<&BTreeMap<String, String>>,
 ) -> Result<CheckReport, Box<Diagnostic>> {
     let details = fresh.is_none();
+    // Files found unchanged as they were made are trusted only while the folder lists what it
+    // listed then: another build that wrote it since changed the manifest.
+    let trusted = match files.baseline() {
+        Some(then) if then != listed => {
+            let shown = out.to_string_lossy().replace('\\', "/");
+            return Err(Box::new(
+                Diagnostic::new(
+                    Code::OutputIo,
+                    format!("output folder `{shown}` changed while this build ran (another build wrote it)"),
+                )
+                .at(Location::file(shown))
+                .help("nothing was written; run the command again"),
+            ));
+        }
+        Some(_) => true,
+        None => false,
+    };
     let mut report = CheckReport::default();
     if !ensure_folder(out)? {
         report.missing = files.paths().map(str::to_owned).collect();
@@ -519,6 +536,9 @@ fn check_unlocked(
                     stamp_only: false,
                 },
             ));
+            continue;
+        }
+        if trusted && files.unchanged(rel) {
             continue;
         }
         let recorded = listed.get(rel).and_then(Option::as_deref);
@@ -595,6 +615,63 @@ pub fn settle(out: &Path) -> Result<bool, Box<Diagnostic>> {
     })?;
     recover(out)?;
     Ok(true)
+}
+
+/// The output folder as the last build left it, for a build to compare its files with as they
+/// are made ([`Outputs::against`](crate::emit::outputs::Outputs::against)): a file found as it
+/// is need not be kept. `None` when the folder has no manifest (nothing there is toolreg's) or
+/// cannot be settled (the write then says why). A write committed but not finished is finished
+/// first, so the baseline is one whole tree.
+pub fn baseline(out: &Path) -> Option<Box<dyn Baseline>> {
+    if !plain_file(&out.join(MANIFEST)) || settle(out).is_err() {
+        return None;
+    }
+    Some(Box::new(FolderBaseline {
+        out: out.to_path_buf(),
+        listing: listed_files(out),
+        plain: std::sync::Mutex::new(PlainFolders::default()),
+    }))
+}
+
+struct FolderBaseline {
+    out: PathBuf,
+    listing: Listing,
+    plain: std::sync::Mutex<PlainFolders>,
+}
+
+impl FolderBaseline {
+    /// `rel` is read only as a plain file reached through plain folders (never through a link).
+    fn plain(&self, rel: &str) -> bool {
+        let mut plain = self.plain.lock().unwrap_or_else(|p| p.into_inner());
+        ensure_no_links_in(&self.out, rel, &mut plain).is_ok()
+    }
+}
+
+impl Baseline for FolderBaseline {
+    fn holds(&self, rel: &str, text: &str, hash: &str) -> bool {
+        // A recorded hash that differs means changed, unread (as `check_unlocked` judges).
+        if let Some(Some(recorded)) = self.listing.get(rel) {
+            if recorded != hash {
+                return false;
+            }
+        }
+        safe_rel(rel)
+            && self.plain(rel)
+            && fs::read(self.out.join(rel)).is_ok_and(|bytes| bytes == text.as_bytes())
+    }
+
+    fn read(&self, rel: &str) -> std::io::Result<Vec<u8>> {
+        if !safe_rel(rel) || !self.plain(rel) {
+            return Err(std::io::Error::other(format!(
+                "`{rel}` is no longer a plain file in the output folder"
+            )));
+        }
+        fs::read(self.out.join(rel))
+    }
+
+    fn listing(&self) -> &Listing {
+        &self.listing
+    }
 }
 
 /// Writes `files` into `out`, all-or-nothing; see the module docs.
