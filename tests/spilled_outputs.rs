@@ -1,8 +1,9 @@
-//! A build's files spilled to a temporary file as each emitter finishes, and compared with the
-//! output folder as they are made (issue 33: a 10,000-tool build's peak memory): what `toolreg
-//! build` writes is what the library makes holding every file, a file found as it is in the
-//! folder is neither kept nor written, and a folder another build wrote meanwhile is refused,
-//! never mixed.
+//! A build's files leave memory as each emitter finishes (issue 33: a 10,000-tool build's peak
+//! memory): compared with the output folder as they are made, staged at once by a claimed
+//! folder, else spilled to a temporary file. What `toolreg build` writes is what the library
+//! makes holding every file; a file found as it is in the folder is neither kept nor written; a
+//! claim dropped unwritten leaves nothing behind; and a folder another build wrote meanwhile is
+//! refused, never mixed.
 
 mod common;
 
@@ -131,4 +132,59 @@ fn a_folder_another_build_wrote_meanwhile_is_refused_not_mixed() {
         "nothing was written over the other build"
     );
     assert!(!output::check(&out, &outputs, Ownership::Folder).is_ok_and(|r| r.is_clean()));
+}
+
+#[test]
+fn a_claim_stages_what_differs_and_leaves_nothing_behind_when_dropped() {
+    let defs = repo().join("definitions");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let want = held(&defs);
+
+    // Into a folder that did not exist: every file is staged as it is made; dropped unwritten,
+    // the claim removes what it staged and the folder it made.
+    let claim = std::sync::Arc::new(output::claim(&out, Ownership::Folder).unwrap());
+    let outputs = made_against(&defs, &claim);
+    assert!(
+        outputs.paths().all(|p| outputs.staged(p)),
+        "every file staged"
+    );
+    assert!(out.join(".toolreg-staging/registry.json").is_file());
+    drop((outputs, claim));
+    assert!(!out.exists(), "nothing left of an unwritten build");
+
+    // Written through the claim: the clean build, and nothing of the claim left in the folder.
+    let claim = std::sync::Arc::new(output::claim(&out, Ownership::Folder).unwrap());
+    let outputs = made_against(&defs, &claim);
+    let report = claim.write(&outputs).unwrap();
+    assert_eq!(report.written.len(), want.len());
+    // The texts of staged files are read where the commit put them.
+    let manifest = toolreg::emit::MANIFEST;
+    assert_eq!(outputs.text(manifest).unwrap(), want[manifest].as_str());
+    drop((outputs, claim));
+    assert!(tree(&out) == want, "the clean build");
+    assert!(!out.join(".toolreg-staging").exists() && !out.join(".toolreg.lock").exists());
+
+    // Again after one hand edit: only that file is staged and written; the rest is found as it is.
+    fs::write(out.join("registry.json"), "{}\n").unwrap();
+    let claim = std::sync::Arc::new(output::claim(&out, Ownership::Folder).unwrap());
+    let outputs = made_against(&defs, &claim);
+    let staged: Vec<&str> = outputs.paths().filter(|p| outputs.staged(p)).collect();
+    assert_eq!(staged, ["registry.json"]);
+    assert_eq!(claim.write(&outputs).unwrap().written, ["registry.json"]);
+    drop((outputs, claim));
+    assert!(tree(&out) == want, "the clean build again");
+}
+
+fn made_against(defs: &Path, claim: &std::sync::Arc<output::Claim>) -> Outputs {
+    let baseline: std::sync::Arc<dyn toolreg::emit::outputs::Baseline> = claim.clone();
+    generate_outputs(
+        defs,
+        Emitter::ALL,
+        &Settings::default(),
+        false,
+        Outputs::spilling().against(Some(baseline)),
+    )
+    .outputs
+    .expect("the catalog compiles")
 }

@@ -35,6 +35,10 @@ pub trait Artifacts {
     fn unchanged(&self, _rel: &str) -> bool {
         false
     }
+    /// Whether `rel`'s text is already staged for the write ([`Baseline::stage`]).
+    fn staged(&self, _rel: &str) -> bool {
+        false
+    }
     /// The listing (each file the folder's manifest listed, with its recorded hash) that
     /// `unchanged` was judged against; a writer whose folder lists otherwise under its lock must
     /// not trust `unchanged`.
@@ -56,6 +60,15 @@ pub trait Baseline: Send + Sync {
     fn read(&self, rel: &str) -> std::io::Result<Vec<u8>>;
     /// What the folder's manifest listed when the baseline was taken.
     fn listing(&self) -> &Listing;
+    /// Stages `text` as the new `rel` where the write will take it from (`Ok(false)`: this
+    /// baseline stages nothing; the text is then kept).
+    fn stage(&self, _rel: &str, _text: &str) -> std::io::Result<bool> {
+        Ok(false)
+    }
+    /// `rel`'s bytes as staged (or, once the write is done, as written).
+    fn read_staged(&self, rel: &str) -> std::io::Result<Vec<u8>> {
+        Err(not_an_artifact(rel))
+    }
 }
 
 impl Artifacts for FileMap {
@@ -82,11 +95,13 @@ fn not_an_artifact(rel: &str) -> std::io::Error {
     )
 }
 
-/// One file's text: held, in the spill file, or found in the output folder as it is.
+/// One file's text: held, in the spill file, found in the output folder as it is, or staged
+/// there for the write.
 enum Text {
     Held(String),
     Spilled(Spilled),
     OnDisk,
+    Staged,
 }
 
 /// One file of [`Outputs`], ready to be added.
@@ -102,7 +117,7 @@ pub struct Outputs {
     files: BTreeMap<String, Output>,
     /// `None`: every file is held.
     spill: Option<Mutex<SpillFile>>,
-    baseline: Option<Box<dyn Baseline>>,
+    baseline: Option<std::sync::Arc<dyn Baseline>>,
 }
 
 /// The smallest text worth spilling: a smaller one costs more to write and read back than it
@@ -130,7 +145,7 @@ impl Outputs {
     }
 
     /// These outputs, keeping no file that `baseline` already holds as it is.
-    pub fn against(mut self, baseline: Option<Box<dyn Baseline>>) -> Outputs {
+    pub fn against(mut self, baseline: Option<std::sync::Arc<dyn Baseline>>) -> Outputs {
         self.baseline = baseline;
         self
     }
@@ -142,18 +157,18 @@ impl Outputs {
             .into_iter()
             .map(|(path, text)| {
                 let hash = super::manifest_hash(&text);
-                if self
-                    .baseline
-                    .as_ref()
-                    .is_some_and(|b| b.holds(&path, &text, &hash))
-                {
-                    return (
-                        path,
-                        Output {
-                            text: Text::OnDisk,
-                            hash,
-                        },
-                    );
+                if let Some(b) = &self.baseline {
+                    let found = if b.holds(&path, &text, &hash) {
+                        Some(Text::OnDisk)
+                    } else {
+                        // A file that cannot be staged (a full disk) is kept instead.
+                        b.stage(&path, &text)
+                            .is_ok_and(|staged| staged)
+                            .then_some(Text::Staged)
+                    };
+                    if let Some(text) = found {
+                        return (path, Output { text, hash });
+                    }
                 }
                 let text = match &self.spill {
                     Some(spill) if text.len() >= SPILL_FROM => {
@@ -231,13 +246,18 @@ impl Outputs {
                 let mut spill = self.spill.as_ref().map(|s| s.lock().expect("spill lock"));
                 read_back(spill.as_deref_mut(), *place, rel)
             }
-            Text::OnDisk => {
+            Text::OnDisk | Text::Staged => {
                 let changed = || {
                     std::io::Error::other(format!(
                         "`{rel}` changed in the output folder while this build ran; run the build again"
                     ))
                 };
-                let bytes = self.baseline.as_ref().ok_or_else(changed)?.read(rel)?;
+                let baseline = self.baseline.as_ref().ok_or_else(changed)?;
+                let bytes = if matches!(o.text, Text::OnDisk) {
+                    baseline.read(rel)?
+                } else {
+                    baseline.read_staged(rel)?
+                };
                 if super::manifest_hash_of_bytes(&bytes) != o.hash {
                     return Err(changed());
                 }
@@ -268,6 +288,11 @@ impl Artifacts for Outputs {
         self.files
             .get(rel)
             .is_some_and(|o| matches!(o.text, Text::OnDisk))
+    }
+    fn staged(&self, rel: &str) -> bool {
+        self.files
+            .get(rel)
+            .is_some_and(|o| matches!(o.text, Text::Staged))
     }
     fn baseline(&self) -> Option<&Listing> {
         self.baseline.as_ref().map(|b| b.listing())
