@@ -143,7 +143,7 @@ fn a_claim_stages_what_differs_and_leaves_nothing_behind_when_dropped() {
 
     // Into a folder that did not exist: every file is staged as it is made; dropped unwritten,
     // the claim removes what it staged and the folder it made.
-    let claim = std::sync::Arc::new(output::claim(&out, Ownership::Folder).unwrap());
+    let claim = output::claim(&out, Ownership::Folder).unwrap();
     let outputs = made_against(&defs, &claim);
     assert!(
         outputs.paths().all(|p| outputs.staged(p)),
@@ -154,7 +154,7 @@ fn a_claim_stages_what_differs_and_leaves_nothing_behind_when_dropped() {
     assert!(!out.exists(), "nothing left of an unwritten build");
 
     // Written through the claim: the clean build, and nothing of the claim left in the folder.
-    let claim = std::sync::Arc::new(output::claim(&out, Ownership::Folder).unwrap());
+    let claim = output::claim(&out, Ownership::Folder).unwrap();
     let outputs = made_against(&defs, &claim);
     let report = claim.write(&outputs).unwrap();
     assert_eq!(report.written.len(), want.len());
@@ -167,7 +167,7 @@ fn a_claim_stages_what_differs_and_leaves_nothing_behind_when_dropped() {
 
     // Again after one hand edit: only that file is staged and written; the rest is found as it is.
     fs::write(out.join("registry.json"), "{}\n").unwrap();
-    let claim = std::sync::Arc::new(output::claim(&out, Ownership::Folder).unwrap());
+    let claim = output::claim(&out, Ownership::Folder).unwrap();
     let outputs = made_against(&defs, &claim);
     let staged: Vec<&str> = outputs.paths().filter(|p| outputs.staged(p)).collect();
     assert_eq!(staged, ["registry.json"]);
@@ -176,14 +176,13 @@ fn a_claim_stages_what_differs_and_leaves_nothing_behind_when_dropped() {
     assert!(tree(&out) == want, "the clean build again");
 }
 
-fn made_against(defs: &Path, claim: &std::sync::Arc<output::Claim>) -> Outputs {
-    let baseline: std::sync::Arc<dyn toolreg::emit::outputs::Baseline> = claim.clone();
+fn made_against(defs: &Path, claim: &output::Claim) -> Outputs {
     generate_outputs(
         defs,
         Emitter::ALL,
         &Settings::default(),
         false,
-        Outputs::spilling().against(Some(baseline)),
+        Outputs::spilling().against(Some(claim.baseline())),
     )
     .outputs
     .expect("the catalog compiles")

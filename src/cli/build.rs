@@ -69,11 +69,8 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
     // compile said), as is one nested with the definitions.
     let claim = output::ensure_apart(&defs.definitions, &out.out)
         .ok()
-        .and_then(|()| output::claim(&out.out, Ownership::Folder).ok())
-        .map(std::sync::Arc::new);
-    let baseline = claim
-        .clone()
-        .map(|c| c as std::sync::Arc<dyn toolreg::emit::outputs::Baseline>);
+        .and_then(|()| output::claim(&out.out, Ownership::Folder).ok());
+    let baseline = claim.as_ref().map(output::Claim::baseline);
     let g = generate_outputs(
         &defs.definitions,
         &emitters,

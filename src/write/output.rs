@@ -7,7 +7,8 @@
 //!    builds into one folder; a second build waits for the first and then writes its whole tree.
 //! 2. Every changed file is staged under `.toolreg-staging/` (same file system as the targets).
 //!    A failure or a kill here leaves the folder exactly as it was; the next run deletes the
-//!    staging folder.
+//!    staging folder. `toolreg build` takes the lock before it compiles ([`claim`]) and stages
+//!    each file that differs as it is made, so its files never all sit in memory.
 //! 3. The commit point: a journal listing every replacement and removal is renamed into the
 //!    staging folder. From then on the write is rolled forward: by this run, or, if it dies, by
 //!    the next `build` or `check`, before either looks at the folder. So a reader that goes
@@ -26,8 +27,8 @@
 //! inside it is followed for writing or removing: a path whose folder or file is a link, or not
 //! a plain folder or file, is refused (TR053) before anything changes.
 //!
-//! Why it is one file: the write transaction (lock, stage, journal, commit, settle, remove by
-//! manifest) is one protocol whose crash-safety argument reads top to bottom; split, one
+//! Why it is one file: the write transaction (lock or claim, stage, journal, commit, settle,
+//! remove by manifest) is one protocol whose crash-safety argument reads top to bottom; split, one
 //! invariant would be spread over several files. About 210 of its lines are tests.
 
 use crate::diag::{Code, Diagnostic, Location};
@@ -626,20 +627,29 @@ pub fn baseline(out: &Path) -> Option<std::sync::Arc<dyn Baseline>> {
     if !plain_file(&out.join(MANIFEST)) || settle(out).is_err() {
         return None;
     }
-    Some(std::sync::Arc::new(FolderBaseline {
-        out: out.to_path_buf(),
-        listing: listed_files(out),
-        plain: std::sync::Mutex::new(PlainFolders::default()),
-    }))
+    Some(std::sync::Arc::new(FolderBaseline::of(out, None)))
 }
 
+/// The output folder as a [`Baseline`]; with `staging`, a claimed folder's, which stages files
+/// where the write commits them from.
 struct FolderBaseline {
     out: PathBuf,
     listing: Listing,
     plain: std::sync::Mutex<PlainFolders>,
+    /// The staging folders made so far (`None`: this baseline stages nothing).
+    staging: Option<std::sync::Mutex<MadeFolders>>,
 }
 
 impl FolderBaseline {
+    fn of(out: &Path, staging: Option<MadeFolders>) -> FolderBaseline {
+        FolderBaseline {
+            out: out.to_path_buf(),
+            listing: listed_files(out),
+            plain: std::sync::Mutex::new(PlainFolders::default()),
+            staging: staging.map(std::sync::Mutex::new),
+        }
+    }
+
     /// `rel` is read only as a plain file reached through plain folders (never through a link).
     fn plain(&self, rel: &str) -> bool {
         let mut plain = self.plain.lock().unwrap_or_else(|p| p.into_inner());
@@ -649,126 +659,24 @@ impl FolderBaseline {
 
 impl Baseline for FolderBaseline {
     fn holds(&self, rel: &str, text: &str, hash: &str) -> bool {
-        holds(&self.out, &self.listing, rel, text, hash, || {
-            self.plain(rel)
-        })
-    }
-
-    fn read(&self, rel: &str) -> std::io::Result<Vec<u8>> {
-        read_plain(&self.out, rel, || self.plain(rel))
-    }
-
-    fn listing(&self) -> &Listing {
-        &self.listing
-    }
-}
-
-/// Whether `out` holds `rel` with exactly `text`, read only as a plain file (`plain`). A hash
-/// the listing records that differs from `hash` means changed, unread (as `check_unlocked`
-/// judges).
-fn holds(
-    out: &Path,
-    listing: &Listing,
-    rel: &str,
-    text: &str,
-    hash: &str,
-    plain: impl FnOnce() -> bool,
-) -> bool {
-    if let Some(Some(recorded)) = listing.get(rel) {
-        if recorded != hash {
-            return false;
-        }
-    }
-    safe_rel(rel) && plain() && fs::read(out.join(rel)).is_ok_and(|b| b == text.as_bytes())
-}
-
-fn read_plain(out: &Path, rel: &str, plain: impl FnOnce() -> bool) -> std::io::Result<Vec<u8>> {
-    if !safe_rel(rel) || !plain() {
-        return Err(std::io::Error::other(format!(
-            "`{rel}` is no longer a plain file in the output folder"
-        )));
-    }
-    fs::read(out.join(rel))
-}
-
-/// The output folder claimed by one build (`toolreg build`): locked from before the build makes
-/// its files until they are written, so each file is compared with the folder as it is made
-/// (a [`Baseline`]): one found as it is is not kept at all, and one that differs is staged at
-/// once where the write takes it from, instead of being held until every emitter is done (about
-/// 230 MB at 10,000 tools). A second build into the folder waits for the claim, then makes and
-/// writes its whole tree. Dropped without a committed write, it removes what it staged (and the
-/// folder, when it made it and nothing was written).
-pub struct Claim {
-    out: PathBuf,
-    mode: Ownership,
-    existed: bool,
-    listing: Listing,
-    /// Whether files may be staged: the folder is toolreg's or empty (the write refuses any
-    /// other, and nothing is staged into it meanwhile).
-    stageable: bool,
-    plain: std::sync::Mutex<PlainFolders>,
-    made: std::sync::Mutex<MadeFolders>,
-    lock: Option<FolderLock>,
-}
-
-/// Claims `out` for a build: made when missing, locked, and a write a killed build committed
-/// finished (or an uncommitted one discarded), as `write` would before writing.
-pub fn claim(out: &Path, mode: Ownership) -> Result<Claim, Box<Diagnostic>> {
-    let existed = ensure_folder(out)?;
-    let claimed = || -> Result<Claim, Box<Diagnostic>> {
-        fs::create_dir_all(out).map_err(|e| io_error(out, "create", e))?;
-        for own in [LOCK, STAGING] {
-            if fs::symlink_metadata(out.join(own)).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(ensure_no_links(out, own).expect_err("a link is refused"));
+        // A recorded hash that differs means changed, unread (as `check_unlocked` judges).
+        if let Some(Some(recorded)) = self.listing.get(rel) {
+            if recorded != hash {
+                return false;
             }
         }
-        let lock = FolderLock::acquire(out)?;
-        recover(out)?;
-        remove_legacy_temporaries(out);
-        let stageable = mode == Ownership::Manifest
-            || plain_file(&out.join(MANIFEST))
-            || unowned_entries(out).is_ok_and(|found| found.is_empty());
-        Ok(Claim {
-            out: out.to_path_buf(),
-            mode,
-            existed,
-            listing: listed_files(out),
-            stageable,
-            plain: std::sync::Mutex::new(PlainFolders::default()),
-            made: std::sync::Mutex::new(MadeFolders::default()),
-            lock: Some(lock),
-        })
-    };
-    claimed().inspect_err(|_| {
-        if !existed {
-            let _ = fs::remove_file(out.join(LOCK));
-            let _ = fs::remove_dir(out);
-        }
-    })
-}
-
-impl Claim {
-    /// Writes `files` (made against this claim) into the folder, all-or-nothing, as `write`.
-    pub fn write(&self, files: &impl Artifacts) -> Result<WriteReport, Box<Diagnostic>> {
-        ensure_inside(&self.out, files)?;
-        write_held(&self.out, files, self.mode)
-    }
-
-    fn plain(&self, rel: &str) -> bool {
-        let mut plain = self.plain.lock().unwrap_or_else(|p| p.into_inner());
-        ensure_no_links_in(&self.out, rel, &mut plain).is_ok()
-    }
-}
-
-impl Baseline for Claim {
-    fn holds(&self, rel: &str, text: &str, hash: &str) -> bool {
-        holds(&self.out, &self.listing, rel, text, hash, || {
-            self.plain(rel)
-        })
+        safe_rel(rel)
+            && self.plain(rel)
+            && fs::read(self.out.join(rel)).is_ok_and(|bytes| bytes == text.as_bytes())
     }
 
     fn read(&self, rel: &str) -> std::io::Result<Vec<u8>> {
-        read_plain(&self.out, rel, || self.plain(rel))
+        if !safe_rel(rel) || !self.plain(rel) {
+            return Err(std::io::Error::other(format!(
+                "`{rel}` is no longer a plain file in the output folder"
+            )));
+        }
+        fs::read(self.out.join(rel))
     }
 
     fn listing(&self) -> &Listing {
@@ -776,18 +684,18 @@ impl Baseline for Claim {
     }
 
     fn stage(&self, rel: &str, text: &str) -> std::io::Result<bool> {
-        // The staging folder is this claim's own (made fresh under the lock), so it holds no
+        // The staging folder is the claim's own (made fresh under its lock), so it holds no
         // link; a path that is not plain is left to the write, which refuses it.
-        if !self.stageable || !safe_rel(rel) {
+        let Some(made) = &self.staging else {
+            return Ok(false);
+        };
+        if !safe_rel(rel) {
             return Ok(false);
         }
         let staging = self.out.join(STAGING);
         let path = staging.join(rel);
         let dir = path.parent().unwrap_or(&staging);
-        self.made
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .make(dir)?;
+        made.lock().unwrap_or_else(|p| p.into_inner()).make(dir)?;
         fs::write(&path, text)?;
         Ok(true)
     }
@@ -801,17 +709,73 @@ impl Baseline for Claim {
     }
 }
 
+/// The output folder claimed by one build (`toolreg build`): locked from before the build makes
+/// its files until they are written, so each file is compared with the folder as it is made
+/// ([`Claim::baseline`]): one found as it is is not kept at all, and one that differs is staged
+/// at once where the write takes it from, instead of being held until every emitter is done
+/// (about 230 MB at 10,000 tools). A second build into the folder waits for the claim, then
+/// makes and writes its whole tree. Dropped without a committed write, it removes what it
+/// staged (and the folder, when it made it and nothing was written).
+pub struct Claim {
+    folder: std::sync::Arc<FolderBaseline>,
+    mode: Ownership,
+    existed: bool,
+    lock: Option<FolderLock>,
+}
+
+/// Claims `out` for a build: made when missing, locked, and a write a killed build committed
+/// finished (or an uncommitted one discarded), as `write` would before writing.
+pub fn claim(out: &Path, mode: Ownership) -> Result<Claim, Box<Diagnostic>> {
+    let existed = ensure_folder(out)?;
+    let claimed = || -> Result<Claim, Box<Diagnostic>> {
+        let lock = lock_and_recover(out)?;
+        // Files are staged only into a folder toolreg may write: its own, or an empty one (the
+        // write refuses any other, and nothing is staged into it meanwhile).
+        let stageable = mode == Ownership::Manifest
+            || plain_file(&out.join(MANIFEST))
+            || unowned_entries(out).is_ok_and(|found| found.is_empty());
+        let staging = stageable.then(MadeFolders::default);
+        Ok(Claim {
+            folder: std::sync::Arc::new(FolderBaseline::of(out, staging)),
+            mode,
+            existed,
+            lock: Some(lock),
+        })
+    };
+    claimed().inspect_err(|_| {
+        if !existed {
+            let _ = fs::remove_file(out.join(LOCK));
+            let _ = fs::remove_dir(out);
+        }
+    })
+}
+
+impl Claim {
+    /// The folder as the build's files are compared with and staged into.
+    pub fn baseline(&self) -> std::sync::Arc<dyn Baseline> {
+        self.folder.clone()
+    }
+
+    /// Writes `files` (made against [`Claim::baseline`]) into the folder, all-or-nothing, as
+    /// `write`.
+    pub fn write(&self, files: &impl Artifacts) -> Result<WriteReport, Box<Diagnostic>> {
+        ensure_inside(&self.folder.out, files)?;
+        write_held(&self.folder.out, files, self.mode)
+    }
+}
+
 impl Drop for Claim {
     fn drop(&mut self) {
         // What was staged and never committed goes; a committed write is the next run's to
         // finish (`recover`).
-        let staging = self.out.join(STAGING);
+        let out = &self.folder.out;
+        let staging = out.join(STAGING);
         if !staging.join(JOURNAL).exists() {
             let _ = fs::remove_dir_all(&staging);
         }
         drop(self.lock.take());
         if !self.existed {
-            let _ = fs::remove_dir(&self.out);
+            let _ = fs::remove_dir(out);
         }
     }
 }
@@ -838,16 +802,23 @@ fn write_locked(
     files: &impl Artifacts,
     mode: Ownership,
 ) -> Result<WriteReport, Box<Diagnostic>> {
+    let _lock = lock_and_recover(out)?;
+    write_held(out, files, mode)
+}
+
+/// Makes `out` (when missing), locks it, and finishes a write a killed build committed (or
+/// discards an uncommitted one): what every write does first.
+fn lock_and_recover(out: &Path) -> Result<FolderLock, Box<Diagnostic>> {
     fs::create_dir_all(out).map_err(|e| io_error(out, "create", e))?;
     for own in [LOCK, STAGING] {
         if fs::symlink_metadata(out.join(own)).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(ensure_no_links(out, own).expect_err("a link is refused"));
         }
     }
-    let _lock = FolderLock::acquire(out)?;
+    let lock = FolderLock::acquire(out)?;
     recover(out)?;
     remove_legacy_temporaries(out);
-    write_held(out, files, mode)
+    Ok(lock)
 }
 
 /// `write` once the folder is locked and recovered: a file `files` says is staged already
