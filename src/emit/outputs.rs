@@ -195,11 +195,6 @@ impl Outputs {
         self.add(prepared);
     }
 
-    /// The manifest hash of `rel`'s text.
-    pub fn hash(&self, rel: &str) -> Option<&str> {
-        self.files.get(rel).map(|o| o.hash.as_str())
-    }
-
     /// Every file with its manifest hash, sorted by path.
     pub fn hashes(&self) -> impl Iterator<Item = (&str, &str)> {
         self.files
@@ -348,11 +343,11 @@ mod tests {
         );
         for rel in held.paths() {
             assert_eq!(held.text(rel).unwrap(), spilled.text(rel).unwrap());
-            assert_eq!(
-                spilled.hash(rel),
-                Some(super::super::manifest_hash(&held.text(rel).unwrap()).as_str())
-            );
         }
+        for (rel, hash) in spilled.hashes() {
+            assert_eq!(hash, super::super::manifest_hash(&held.text(rel).unwrap()));
+        }
+        assert_eq!(spilled.hashes().count(), 3);
         assert_eq!(&*spilled.text("a/big.md").unwrap(), "replaced".repeat(100));
         assert!(spilled.text("missing").is_err());
         let mut want = sample();
