@@ -29,7 +29,7 @@
 use crate::compiler::spill::{SpillFile, Spilled};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The file's first bytes, with the format's version.
 const MAGIC: &[u8] = b"toolreg-memo 2\n";
@@ -100,20 +100,30 @@ pub struct MemoStats {
 /// The memo; shared by every thread of a build.
 pub struct Memo {
     salt: Key,
-    /// Read from disk, not yet used by this build.
-    stored: Mutex<KeyMap>,
+    /// Read from disk, not yet used by this build; made at first use, waiting for the read
+    /// when it runs in the background ([`Memo::read_in_background`]).
+    stored: OnceLock<Mutex<Stored>>,
+    /// The background read of the memo's file, until the first use takes it.
+    pending: Mutex<Option<std::thread::JoinHandle<Stored>>>,
     /// Used (served or computed) by this build: what `to_bytes` saves.
     used: Mutex<KeyMap<Used>>,
     /// Where computed values of `SPILL_FROM` bytes or more go, when the memo spills.
     spill: Mutex<Option<SpillFile>>,
     /// Keys this build computed (in `used`, not on disk yet): what an appendix holds.
     fresh: Mutex<Vec<Key>>,
-    /// Read from a file of this binary with every segment intact: new entries may be appended.
-    appendable: bool,
     hits: AtomicUsize,
     repeats: AtomicUsize,
     misses: AtomicUsize,
+}
+
+/// What a memo read from its file: the entries, and how the file checked.
+#[derive(Default)]
+struct Stored {
+    entries: KeyMap,
+    /// Entries (or torn segments) dropped because their check failed.
     rejected: usize,
+    /// Read from a file of this binary with every segment intact: new entries may be appended.
+    appendable: bool,
 }
 
 impl std::fmt::Debug for Memo {
@@ -129,15 +139,14 @@ impl Memo {
     pub fn new(salt: &str) -> Memo {
         Memo {
             salt: *blake3::hash(salt.as_bytes()).as_bytes(),
-            stored: Mutex::default(),
+            stored: OnceLock::new(),
+            pending: Mutex::new(None),
             used: Mutex::default(),
             spill: Mutex::new(None),
             fresh: Mutex::default(),
-            appendable: false,
             hits: AtomicUsize::new(0),
             repeats: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
-            rejected: 0,
         }
     }
 
@@ -145,52 +154,45 @@ impl Memo {
     /// binary's file (another salt), an unknown format or a torn tail yields what could be
     /// verified (maybe nothing).
     pub fn read(salt: &str, bytes: &[u8]) -> Memo {
-        let mut memo = Memo::new(salt);
-        let Some(rest) = bytes.strip_prefix(MAGIC) else {
-            return memo;
-        };
-        let Some((file_salt, mut rest)) = rest.split_first_chunk::<32>() else {
-            return memo;
-        };
-        if *file_salt != memo.salt {
-            return memo;
-        }
-        let stored = memo.stored.get_mut().expect("not shared yet");
-        let mut rejected = 0;
-        while !rest.is_empty() {
-            let head = rest
-                .split_first_chunk::<8>()
-                .and_then(|(len, after)| Some((len, after.split_first_chunk::<32>()?)));
-            let Some((len, (check, after))) = head else {
-                rejected += 1;
-                break;
-            };
-            let body = usize::try_from(u64::from_le_bytes(*len))
-                .ok()
-                .and_then(|n| after.get(..n));
-            let Some(body) = body else {
-                // Torn: the segment's entries are lost (counted as one).
-                rejected += 1;
-                break;
-            };
-            rest = &after[body.len()..];
-            if blake3::hash(body).as_bytes() != check {
-                rejected += entries_in(body).max(1);
-                continue;
-            }
-            // The segment's check matched, so a bad entry in it was written so: dropped.
-            for entry in entries(body) {
-                match entry.map(|(key, value)| (key, std::str::from_utf8(value))) {
-                    Some((key, Ok(text))) => {
-                        stored.insert(*key, text.into());
-                    }
-                    Some((_, Err(_))) | None => rejected += 1,
-                }
-            }
-        }
-        memo.rejected = rejected;
-        memo.appendable = rejected == 0;
+        let memo = Memo::new(salt);
+        let stored = stored_from(&memo.salt, bytes);
+        memo.stored
+            .set(Mutex::new(stored))
+            .unwrap_or_else(|_| unreachable!("a new memo has read nothing"));
         memo
+    }
+
+    /// [`Memo::read`] of the bytes `file` returns (`None`: no file), read and checked on
+    /// another thread while the build goes on; the first use of the memo waits for it. At
+    /// 10,000 tools the file is about 90 MB, and reading and checking it took a twentieth of a
+    /// one-tool rebuild before the compile could start, on a core the compile leaves idle.
+    pub fn read_in_background(
+        salt: &str,
+        file: impl FnOnce() -> Option<Vec<u8>> + Send + 'static,
+    ) -> Memo {
+        let memo = Memo::new(salt);
+        let key = memo.salt;
+        let reading = std::thread::Builder::new()
+            .name("memo-read".into())
+            .spawn(move || file().map_or_else(Stored::default, |b| stored_from(&key, &b)));
+        // With no thread to read on, the memo starts empty: every entry is computed (slower,
+        // the same output).
+        if let Ok(handle) = reading {
+            *memo.pending.lock().expect("memo lock") = Some(handle);
+        }
+        memo
+    }
+
+    /// The entries read from disk, waiting for a background read to finish (one that panicked
+    /// leaves none: the build computes them).
+    fn stored(&self) -> std::sync::MutexGuard<'_, Stored> {
+        self.stored
+            .get_or_init(|| {
+                let pending = self.pending.lock().expect("memo lock").take();
+                Mutex::new(pending.and_then(|h| h.join().ok()).unwrap_or_default())
+            })
+            .lock()
+            .expect("memo lock")
     }
 
     /// This memo, writing the values it computes of `SPILL_FROM` bytes or more to an anonymous
@@ -344,7 +346,7 @@ impl Memo {
             }
             return v;
         }
-        let v = self.stored.lock().expect("memo lock").remove(key)?;
+        let v = self.stored().entries.remove(key)?;
         self.hits.fetch_add(1, Ordering::Relaxed);
         self.used
             .lock()
@@ -358,7 +360,7 @@ impl Memo {
     pub fn has(&self, step: &str, input: &[u8]) -> bool {
         let key = self.key(step, input);
         self.used.lock().expect("memo lock").contains_key(&key)
-            || self.stored.lock().expect("memo lock").contains_key(&key)
+            || self.stored().entries.contains_key(&key)
     }
 
     pub fn stats(&self) -> MemoStats {
@@ -366,7 +368,7 @@ impl Memo {
             hits: self.hits.load(Ordering::Relaxed),
             repeats: self.repeats.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
-            rejected: self.rejected,
+            rejected: self.stored().rejected,
         }
     }
 
@@ -405,16 +407,13 @@ impl Memo {
     /// the file must be written afresh ([`Memo::write_to`]): there was none, it was another
     /// binary's or damaged, or the entries no build used outweigh the ones this build used.
     pub fn appendix(&self) -> Option<Vec<u8>> {
-        if !self.appendable {
-            return None;
-        }
-        let dead: usize = self
-            .stored
-            .lock()
-            .expect("memo lock")
-            .values()
-            .map(|v| ENTRY_HEAD + v.len())
-            .sum();
+        let dead: usize = {
+            let stored = self.stored();
+            if !stored.appendable {
+                return None;
+            }
+            stored.entries.values().map(|v| ENTRY_HEAD + v.len()).sum()
+        };
         let used = self.used.lock().expect("memo lock");
         let live: usize = used.values().map(|v| ENTRY_HEAD + v.len()).sum();
         if dead > live {
@@ -434,6 +433,57 @@ impl Memo {
         .expect("writing to memory cannot fail");
         Some(out)
     }
+}
+
+/// The entries of a memo file's bytes for the binary `salt` names: those of every segment whose
+/// check matches (another binary's file, an unknown format or a torn tail yields what could be
+/// verified, maybe nothing).
+fn stored_from(salt: &Key, bytes: &[u8]) -> Stored {
+    let mut stored = Stored::default();
+    let Some(rest) = bytes.strip_prefix(MAGIC) else {
+        return stored;
+    };
+    let Some((file_salt, mut rest)) = rest.split_first_chunk::<32>() else {
+        return stored;
+    };
+    if file_salt != salt {
+        return stored;
+    }
+    let mut rejected = 0;
+    while !rest.is_empty() {
+        let head = rest
+            .split_first_chunk::<8>()
+            .and_then(|(len, after)| Some((len, after.split_first_chunk::<32>()?)));
+        let Some((len, (check, after))) = head else {
+            rejected += 1;
+            break;
+        };
+        let body = usize::try_from(u64::from_le_bytes(*len))
+            .ok()
+            .and_then(|n| after.get(..n));
+        let Some(body) = body else {
+            // Torn: the segment's entries are lost (counted as one).
+            rejected += 1;
+            break;
+        };
+        rest = &after[body.len()..];
+        if blake3::hash(body).as_bytes() != check {
+            rejected += entries_in(body).max(1);
+            continue;
+        }
+        // The segment's check matched, so a bad entry in it was written so: dropped.
+        for entry in entries(body) {
+            match entry.map(|(key, value)| (key, std::str::from_utf8(value))) {
+                Some((key, Ok(text))) => {
+                    stored.entries.insert(*key, text.into());
+                }
+                Some((_, Err(_))) | None => rejected += 1,
+            }
+        }
+    }
+    stored.rejected = rejected;
+    stored.appendable = rejected == 0;
+    stored
 }
 
 /// Entries as segments of about `segment_bytes` each: the body's length, its blake3, the body
@@ -639,6 +689,42 @@ mod tests {
     }
 
     #[test]
+    fn a_background_read_serves_as_a_read_and_an_appendix_extends_it() {
+        let m = filled();
+        let bytes = m.to_bytes();
+        let given = bytes.clone();
+        let read = Memo::read_in_background("salt", move || Some(given));
+        // Used from two threads at once: both wait for the read, neither computes.
+        std::thread::scope(|s| {
+            let a = s.spawn(|| read.get_or_compute("count", b"hi", || unreachable!()));
+            let b = read.get_or_compute("count", b"hello", || unreachable!());
+            assert_eq!((&*a.join().unwrap(), &*b), ("2", "5"));
+        });
+        assert_eq!(read.stats().hits, 2);
+        assert_eq!(read.stats().rejected, 0);
+        // Intact, so what it computes is appended, as for a memo read at once.
+        read.get_or_compute("count", b"new", || "3".into());
+        let mut file = bytes.clone();
+        file.extend(read.appendix().expect("appendable"));
+        let later = Memo::read("salt", &file);
+        assert_eq!(
+            &*later.get_or_compute("count", b"new", || unreachable!()),
+            "3"
+        );
+        // No file, a damaged one and a read that panics: an empty memo that computes.
+        let none = Memo::read_in_background("salt", || None);
+        assert_eq!(&*none.get_or_compute("count", b"hi", || "c".into()), "c");
+        let mut torn = bytes.clone();
+        torn.truncate(torn.len() - 3);
+        let damaged = Memo::read_in_background("salt", move || Some(torn));
+        assert!(damaged.stats().rejected > 0);
+        assert!(damaged.appendix().is_none());
+        let failed = Memo::read_in_background("salt", || panic!("a disk error"));
+        assert_eq!(&*failed.get_or_compute("count", b"hi", || "d".into()), "d");
+        assert_eq!(failed.stats().misses, 1);
+    }
+
+    #[test]
     fn another_binary_reads_nothing() {
         let read = Memo::read("other salt", &filled().to_bytes());
         assert_eq!(
@@ -674,7 +760,7 @@ mod tests {
         let whole = one_per_segment(&filled());
         for cut in MAGIC.len() + 32..whole.len() {
             let read = Memo::read("salt", &whole[..cut]);
-            assert!(read.stored.lock().unwrap().len() <= 2);
+            assert!(read.stored().entries.len() <= 2);
             if read.stats().rejected > 0 {
                 assert!(read.appendix().is_none(), "cut at {cut}");
             }
@@ -685,7 +771,7 @@ mod tests {
         bytes[last] ^= 1;
         let read = Memo::read("salt", &bytes);
         assert_eq!(read.stats().rejected, 2);
-        assert!(read.stored.lock().unwrap().is_empty());
+        assert!(read.stored().entries.is_empty());
     }
 
     #[test]

@@ -121,14 +121,13 @@ impl BuildCache {
     }
 
     /// The memo of earlier builds by this binary (empty when there is none), spilling what this
-    /// build computes (see [`Memo::spilling`]).
+    /// build computes (see [`Memo::spilling`]). Its file is read and checked in the background
+    /// ([`Memo::read_in_background`]): the compile starts meanwhile.
     pub fn memo(&self) -> Memo {
-        let salt = binary_identity();
-        match self.read(MEMO_FILE) {
-            Some(bytes) => Memo::read(&salt, &bytes),
-            None => Memo::new(&salt),
-        }
-        .spilling()
+        let cache = BuildCache {
+            dir: self.dir.clone(),
+        };
+        Memo::read_in_background(&binary_identity(), move || cache.read(MEMO_FILE)).spilling()
     }
 
     /// The last build's record, when it reads and has this format.
