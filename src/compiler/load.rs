@@ -94,6 +94,8 @@ pub fn load(root: &Path, diags: &mut Diagnostics) -> Loaded {
         );
         return loaded;
     }
+    // The JSON files found, in walk order: path, relative path, display path.
+    let mut found: Vec<(std::path::PathBuf, String, String)> = Vec::new();
     // Symbolic links are followed (a linked file or folder is part of the catalog); walkdir
     // reports a loop instead of walking it forever.
     let walker = walkdir::WalkDir::new(root)
@@ -150,21 +152,21 @@ pub fn load(root: &Path, diags: &mut Diagnostics) -> Loaded {
             .join("/");
         let display = display_path(&root_display, &rel);
         loaded.paths.push(entry.path().to_path_buf());
-        let bytes = match std::fs::read(entry.path()) {
-            Ok(b) => b,
-            Err(err) => {
-                diags.push(
-                    Diagnostic::new(Code::Io, format!("cannot read `{display}`: {err}"))
-                        .at(Location::file(display))
-                        .help("check the file's permissions"),
-                );
-                continue;
-            }
-        };
-        if let Some(file) = decode(bytes, rel, display, diags) {
+        found.push((entry.path().to_path_buf(), rel, display));
+    }
+    // Reading and parsing, most of loading a fleet catalog, runs on every core; the files'
+    // tools are then taken in walk order, so the result is the same as one file at a time.
+    let read = crate::compiler::parallel::map_in_order(&found, |(path, rel, display)| {
+        read_and_parse(path, rel, display)
+    });
+    for (file, parsed, file_diags) in read {
+        diags.extend(file_diags);
+        if let Some(file) = file {
             let idx = loaded.files.len();
             loaded.files.push(file);
-            parse_file(&mut loaded, idx, diags);
+            if let Some(parsed) = parsed {
+                take_tools(&mut loaded, idx, parsed, diags);
+            }
         }
     }
     if loaded.paths.is_empty() && !diags.has_errors() {
@@ -225,10 +227,32 @@ fn decode(
     }
 }
 
-fn parse_file(loaded: &mut Loaded, idx: usize, diags: &mut Diagnostics) {
-    let file = &loaded.files[idx];
-    let (value, repeated) = match super::source::parse_json_checked(&file.text) {
-        Ok(v) => v,
+/// A file read, decoded and parsed (a job of its own: files are read in parallel): the file
+/// when it decodes, its JSON and repeated keys when it parses, and what went wrong.
+type ReadFile = (
+    Option<SourceFile>,
+    Option<(Value, Vec<String>)>,
+    Diagnostics,
+);
+
+fn read_and_parse(path: &Path, rel: &str, display: &str) -> ReadFile {
+    let mut diags = Diagnostics::default();
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(err) => {
+            diags.push(
+                Diagnostic::new(Code::Io, format!("cannot read `{display}`: {err}"))
+                    .at(Location::file(display.to_string()))
+                    .help("check the file's permissions"),
+            );
+            return (None, None, diags);
+        }
+    };
+    let Some(file) = decode(bytes, rel.to_string(), display.to_string(), &mut diags) else {
+        return (None, None, diags);
+    };
+    let parsed = match super::source::parse_json_checked(&file.text) {
+        Ok(v) => Some(v),
         Err(err) => {
             diags.push(
                 Diagnostic::new(
@@ -242,9 +266,20 @@ fn parse_file(loaded: &mut Loaded, idx: usize, diags: &mut Diagnostics) {
                 .at(Location::at(file.display.clone(), err.line(), err.column()))
                 .help("fix the JSON syntax at this position; nothing from this file was used"),
             );
-            return;
+            None
         }
     };
+    (Some(file), parsed, diags)
+}
+
+/// The tools of file `idx`, parsed: each entry read, and what is wrong with the file's shape.
+fn take_tools(
+    loaded: &mut Loaded,
+    idx: usize,
+    (value, repeated): (Value, Vec<String>),
+    diags: &mut Diagnostics,
+) {
+    let file = &loaded.files[idx];
     for pointer in repeated {
         let key = pointer.rsplit('/').next().unwrap_or_default().to_string();
         diags.push(

@@ -364,10 +364,17 @@ fn compile_pass(
 
     let registry = lo.and_then(|lo| {
         let classifier = Classifier::new(&lo, &mut diags);
-        let mut tools: Vec<Tool> = raw_tools
-            .into_iter()
-            .map(|raw| analyze(raw, &loaded, &classifier, &mut diags))
-            .collect();
+        // Per tool (normalizing its schema, classifying its name): on every core, the findings
+        // taken in the tools' order.
+        let analyzed = parallel::map_owned_in_order(raw_tools, |raw| {
+            let mut said = Diagnostics::default();
+            (analyze(raw, &loaded, &classifier, &mut said), said)
+        });
+        let mut tools: Vec<Tool> = Vec::with_capacity(analyzed.len());
+        for (tool, said) in analyzed {
+            diags.extend(said);
+            tools.push(tool);
+        }
         for t in &mut tools {
             t.third_party = third_party_file[t.raw.file];
         }

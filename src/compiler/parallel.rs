@@ -30,3 +30,19 @@ pub fn map_in_order<J: Sync, R: Send>(jobs: &[J], f: impl Fn(&J) -> R + Sync) ->
     done.sort_by_key(|(k, _)| *k);
     done.into_iter().map(|(_, r)| r).collect()
 }
+
+/// [`map_in_order`] over jobs taken by value (each is moved into `f` once).
+pub fn map_owned_in_order<J: Send, R: Send>(jobs: Vec<J>, f: impl Fn(J) -> R + Sync) -> Vec<R> {
+    let jobs: Vec<std::sync::Mutex<Option<J>>> = jobs
+        .into_iter()
+        .map(|j| std::sync::Mutex::new(Some(j)))
+        .collect();
+    map_in_order(&jobs, |job| {
+        let job = job
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .expect("each job is taken once");
+        f(job)
+    })
+}

@@ -51,9 +51,17 @@ pub fn assemble(
     // Ops of third-party tools (imported snapshots, `[sources] third_party`): they never take a
     // name that is the team's to give (the gateway tools').
     let mut third_party: BTreeSet<String> = BTreeSet::new();
-    for t in tools {
+    // Each tool's record is its own work (a fleet catalog's largest step here): made on every
+    // core, then taken in the tools' order with what each said, as one at a time would.
+    let records = crate::compiler::parallel::map_owned_in_order(tools, |t| {
         let vendor = t.third_party;
-        if let Some(record) = op_record(t, loaded, lo, diags) {
+        let mut said = Diagnostics::default();
+        let record = op_record(t, loaded, lo, &mut said);
+        (vendor, record, said)
+    });
+    for (vendor, record, said) in records {
+        diags.extend(said);
+        if let Some(record) = record {
             if vendor {
                 third_party.insert(record.op.clone());
             }
