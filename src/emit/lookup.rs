@@ -1,6 +1,7 @@
 //! `lookup.json` (see `model::lookup`): where each op and page lies in the `registry.json` and
 //! `help.json` this build wrote, read off their text, so a cold process can read one of each.
 
+use super::FileMap;
 use crate::model::lookup::{Lookup, FILE};
 use crate::registry::{Registry, GENERATOR};
 use serde::Deserialize;
@@ -27,20 +28,44 @@ struct PagesText<'a> {
     full: &'a RawValue,
 }
 
-/// The index of `registry` and `help` (the texts as written), or `None` if either does not
-/// read back (it always does: both are this build's own output).
-pub fn render(reg: &Registry, registry: &str, help: &str) -> Option<(String, String)> {
-    let at = |text: &str, raw: &RawValue| {
-        let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
-        [start as u64, raw.get().len() as u64]
-    };
+/// Where each op lies in a `registry.json` text, and the text's length: read off the text as the
+/// registry emitter made it (in its own thread, before the text leaves memory).
+#[derive(Debug)]
+pub struct RegistrySpans {
+    ops: BTreeMap<String, [u64; 2]>,
+    bytes: u64,
+}
+
+/// Where each page lies in a `help.json` text (short and full), and the text's length.
+#[derive(Debug)]
+pub struct HelpSpans {
+    pages: BTreeMap<String, [u64; 4]>,
+    bytes: u64,
+}
+
+fn at(text: &str, raw: &RawValue) -> [u64; 2] {
+    let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+    [start as u64, raw.get().len() as u64]
+}
+
+/// The spans of a `registry.json` text, or `None` if it does not read back (it always does:
+/// it is this build's own output).
+pub fn registry_spans(registry: &str) -> Option<RegistrySpans> {
     let ops_text: RegistryText = serde_json::from_str(registry).ok()?;
-    let help_text: HelpText = serde_json::from_str(help).ok()?;
     let ops = ops_text
         .ops
         .iter()
         .map(|(op, raw)| (op.clone(), at(registry, raw)))
         .collect();
+    Some(RegistrySpans {
+        ops,
+        bytes: registry.len() as u64,
+    })
+}
+
+/// The spans of a `help.json` text, or `None` if it does not read back.
+pub fn help_spans(help: &str) -> Option<HelpSpans> {
+    let help_text: HelpText = serde_json::from_str(help).ok()?;
     let pages = help_text
         .pages
         .iter()
@@ -49,6 +74,56 @@ pub fn render(reg: &Registry, registry: &str, help: &str) -> Option<(String, Str
             (path.clone(), [s, sl, f, fl])
         })
         .collect();
+    Some(HelpSpans {
+        pages,
+        bytes: help.len() as u64,
+    })
+}
+
+/// Where ops and pages lie in the files one emitter made: `registry.json`'s or `help.json`'s.
+#[derive(Debug)]
+pub enum Spans {
+    Registry(RegistrySpans),
+    Help(HelpSpans),
+}
+
+impl Spans {
+    /// The spans of `registry.json` or `help.json` among `files` (`None`: neither is there).
+    pub fn of(files: &FileMap) -> Option<Spans> {
+        if let Some(text) = files.get(super::registry_json::FILE) {
+            return registry_spans(text).map(Spans::Registry);
+        }
+        files
+            .get(super::help::FILE)
+            .and_then(|text| help_spans(text))
+            .map(Spans::Help)
+    }
+}
+
+/// The spans of both files, gathered from the emitters' threads.
+#[derive(Debug, Default)]
+pub struct Gathered {
+    registry: Option<RegistrySpans>,
+    help: Option<HelpSpans>,
+}
+
+impl Gathered {
+    pub fn add(&mut self, spans: Option<Spans>) {
+        match spans {
+            Some(Spans::Registry(s)) => self.registry = Some(s),
+            Some(Spans::Help(s)) => self.help = Some(s),
+            None => {}
+        }
+    }
+
+    /// `lookup.json`, when both files were made.
+    pub fn render(self, reg: &Registry) -> Option<(String, String)> {
+        Some(render_spans(reg, self.registry?, self.help?))
+    }
+}
+
+/// The index of the two texts as written, from their spans.
+pub fn render_spans(reg: &Registry, registry: RegistrySpans, help: HelpSpans) -> (String, String) {
     // As `Registry::op_by_tool_name` resolves: a provider name first, else the first op (in op
     // order) of that tool name; only names that are not their op.
     let mut tools: BTreeMap<String, String> = BTreeMap::new();
@@ -65,15 +140,15 @@ pub fn render(reg: &Registry, registry: &str, help: &str) -> Option<(String, Str
     let lookup = Lookup {
         generator: GENERATOR.into(),
         registry_version: reg.registry_version.clone(),
-        registry_bytes: registry.len() as u64,
-        help_bytes: help.len() as u64,
+        registry_bytes: registry.bytes,
+        help_bytes: help.bytes,
         head,
-        ops,
+        ops: registry.ops,
         tools,
-        pages,
+        pages: help.pages,
     };
     // Compact: read whole by every cold help and exec, so its size is their cost.
-    let mut text = serde_json::to_string(&lookup).ok()?;
+    let mut text = serde_json::to_string(&lookup).expect("the lookup serializes");
     text.push('\n');
-    Some((FILE.to_string(), text))
+    (FILE.to_string(), text)
 }

@@ -404,6 +404,9 @@ pub fn emit_outputs(
     order.sort_by_key(|&i| emitters[i].cost_rank());
     let shared = Shared::new(settings, emitters);
     let outputs_ref = &outputs;
+    // `lookup.json` indexes `registry.json` and `help.json`, when both are made: each emitter's
+    // thread reads its file's spans while the text is at hand (not read back at the end).
+    let lookup = emitters.contains(&Emitter::Registry) && emitters.contains(&Emitter::Help);
     let mut results = crate::compiler::parallel::map_in_order(&order, |&i| {
         let mut d = Diagnostics::default();
         let mut files = emitters[i].emit(reg, &shared, &mut d);
@@ -411,18 +414,21 @@ pub fn emit_outputs(
         for (path, text) in files.iter_mut() {
             escape_raw_controls(path, text);
         }
-        (i, outputs_ref.prepare(files), size, d)
+        let spans = lookup.then(|| lookup::Spans::of(&files)).flatten();
+        (i, outputs_ref.prepare(files), size, d, spans)
     });
     results.sort_by_key(|(i, ..)| *i);
     // Every emitter's output but the report's own (which cannot count itself).
     let sizes: Vec<(&str, usize, usize)> = results
         .iter()
         .filter(|(i, ..)| emitters[*i] != Emitter::Report)
-        .map(|(i, _, (files, bytes), _)| (emitters[*i].name(), *files, *bytes))
+        .map(|(i, _, (files, bytes), ..)| (emitters[*i].name(), *files, *bytes))
         .collect();
-    for (_, prepared, _, d) in results {
+    let mut spans = lookup::Gathered::default();
+    for (_, prepared, _, d, found) in results {
         outputs.add(prepared);
         diags.extend(d);
+        spans.add(found);
     }
     if let Ok(text) = outputs.text(report::FILE) {
         let mut report: serde_json::Value =
@@ -440,11 +446,8 @@ pub fn emit_outputs(
         outputs.insert(report::FILE.to_string(), text);
     }
     // With both files, where each op and page lies in them (cold help and exec read one).
-    if let (Ok(r), Ok(h)) = (outputs.text(registry_json::FILE), outputs.text(help::FILE)) {
-        if let Some((name, text)) = lookup::render(reg, &r, &h) {
-            drop((r, h));
-            outputs.insert(name, text);
-        }
+    if let Some((name, text)) = spans.render(reg) {
+        outputs.insert(name, text);
     }
     outputs.add_manifest(reg);
     outputs
