@@ -165,15 +165,19 @@ pub enum Written {
 
 /// Writes the lock when its bytes differ (beside it, then renamed: never half a file).
 pub fn write(defs: &Path, lock: &Lock) -> Result<Written, LockError> {
+    write_text(defs, &lock.render())
+}
+
+/// [`write`] of a lock already rendered ([`Lock::render`]).
+pub fn write_text(defs: &Path, text: &str) -> Result<Written, LockError> {
     let path = defs.join(LOCK_FILE);
-    let text = lock.render();
     let previous = std::fs::read_to_string(&path).ok();
-    if previous.as_deref() == Some(text.as_str()) {
+    if previous.as_deref() == Some(text) {
         return Ok(Written::Unchanged);
     }
     // A name of this process's own, so two builds of one folder never share a temporary file.
     let tmp = defs.join(format!(".{LOCK_FILE}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, &text).map_err(|e| file_error(&tmp, e))?;
+    std::fs::write(&tmp, text).map_err(|e| file_error(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         file_error(&path, e)
