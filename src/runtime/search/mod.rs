@@ -112,7 +112,8 @@ impl Default for SearchLimits {
 }
 
 struct Doc {
-    tf: [HashMap<String, f64>; FIELDS],
+    /// Per field, each term's count, by term id ([`Terms`]), ids ascending.
+    tf: [Vec<(u32, f64)>; FIELDS],
     len: [f64; FIELDS],
     /// The op's structure: entity words (singular and plural), action words, and the words of
     /// the segments between them (`tree` in `onto.document.tree.get`).
@@ -758,13 +759,44 @@ impl SearchIndex {
 /// project"); later ones get this share of the entity bonus.
 const LATER_ENTITY: f64 = 0.5;
 
-fn add_words(tf: &mut HashMap<String, f64>, text: &str) -> f64 {
-    let words = tokenize(text);
-    let len = words.len() as f64;
-    for w in words {
-        *tf.entry(w).or_default() += 1.0;
+/// The terms of an index being built, each kept once and named by an id (in the order first
+/// seen): the per-op counts and the postings are made by id, not by a string per op and term
+/// (at 10,000 ops that was most of the index build's allocations).
+#[derive(Default)]
+struct Terms {
+    ids: HashMap<String, u32>,
+    /// Id -> term, and how many ops hold it.
+    names: Vec<String>,
+    df: Vec<f64>,
+}
+
+impl Terms {
+    fn id(&mut self, term: String) -> u32 {
+        if let Some(&id) = self.ids.get(&term) {
+            return id;
+        }
+        let id = u32::try_from(self.names.len()).expect("fewer than 2^32 terms");
+        self.names.push(term.clone());
+        self.df.push(0.0);
+        self.ids.insert(term, id);
+        id
     }
-    len
+
+    /// The words of `text` counted by term id (ids ascending), and how many words it has.
+    fn counts(&mut self, text: &str) -> (Vec<(u32, f64)>, f64) {
+        let words = tokenize(text);
+        let len = words.len() as f64;
+        let mut ids: Vec<u32> = words.into_iter().map(|w| self.id(w)).collect();
+        ids.sort_unstable();
+        let mut counts: Vec<(u32, f64)> = Vec::new();
+        for id in ids {
+            match counts.last_mut() {
+                Some((last, n)) if *last == id => *n += 1.0,
+                _ => counts.push((id, 1.0)),
+            }
+        }
+        (counts, len)
+    }
 }
 
 /// `map`'s value for `key`, made when missing: the key is copied only then (an index build does
@@ -781,18 +813,18 @@ impl SearchIndex {
         let mut ops = Vec::new();
         let mut usage = Vec::new();
         let mut docs = Vec::new();
-        let mut df: HashMap<String, f64> = HashMap::new();
+        let mut terms = Terms::default();
         for r in reg.ops.values() {
-            let mut tf: [HashMap<String, f64>; FIELDS] = Default::default();
+            let mut tf: [Vec<(u32, f64)>; FIELDS] = Default::default();
             let mut len = [0.0; FIELDS];
             for (f, (_, text)) in field_texts(r).iter().enumerate() {
-                len[f] = add_words(&mut tf[f], text);
+                (tf[f], len[f]) = terms.counts(text);
             }
-            let mut seen: Vec<&String> = tf.iter().flat_map(|f| f.keys()).collect();
-            seen.sort();
+            let mut seen: Vec<u32> = tf.iter().flatten().map(|&(t, _)| t).collect();
+            seen.sort_unstable();
             seen.dedup();
-            for w in seen {
-                *slot(&mut df, w) += 1.0;
+            for t in seen {
+                terms.df[t as usize] += 1.0;
             }
             let segs: Vec<&str> = r.op.split('.').collect();
             let mut entity = r.entity.as_deref().map(tokenize).unwrap_or_default();
@@ -870,20 +902,31 @@ impl SearchIndex {
             docs.iter().flat_map(|d| d.entity.iter().cloned()).collect();
         entity_words.sort();
         entity_words.dedup();
-        let mut postings: HashMap<String, Vec<(u32, f64)>> = HashMap::new();
+        // Each term's list sized up front: it gets one entry per op that holds it.
+        let mut postings: Vec<Vec<(u32, f64)>> = terms
+            .df
+            .iter()
+            .map(|&n| Vec::with_capacity(n as usize))
+            .collect();
         let mut structure: HashMap<String, Vec<(u32, u8)>> = HashMap::new();
+        let mut weighted: Vec<(u32, f64)> = Vec::new();
         for (i, d) in docs.iter().enumerate() {
-            let mut weights: HashMap<&String, f64> = HashMap::new();
+            // A term's weight sums its fields' in field order (a stable sort keeps that order).
+            weighted.clear();
             for f in 0..FIELDS {
                 let norm = 1.0 - B[f] + B[f] * d.len[f] / avg_len[f];
-                for (t, raw) in &d.tf[f] {
-                    *weights.entry(t).or_default() += WEIGHT[f] * raw / norm;
-                }
+                weighted.extend(d.tf[f].iter().map(|&(t, raw)| (t, WEIGHT[f] * raw / norm)));
             }
-            let mut terms: Vec<(&String, f64)> = weights.into_iter().collect();
-            terms.sort_by(|a, b| a.0.cmp(b.0));
-            for (t, w) in terms {
-                slot(&mut postings, t).push((i as u32, w));
+            weighted.sort_by_key(|&(t, _)| t);
+            let mut k = 0;
+            while k < weighted.len() {
+                let t = weighted[k].0;
+                let mut w = 0.0;
+                while k < weighted.len() && weighted[k].0 == t {
+                    w += weighted[k].1;
+                    k += 1;
+                }
+                postings[t as usize].push((i as u32, w));
             }
             let mut parts: BTreeMap<&String, u8> = BTreeMap::new();
             for (bit, words) in [
@@ -899,10 +942,14 @@ impl SearchIndex {
                 slot(&mut structure, w).push((i as u32, bits));
             }
         }
-        let idf: HashMap<String, f64> = df
+        let idf: HashMap<String, f64> = terms
+            .names
             .iter()
+            .zip(&terms.df)
             .map(|(t, df)| (t.clone(), (1.0 + (n - df + 0.5) / (df + 0.5)).ln()))
             .collect();
+        let postings: HashMap<String, Vec<(u32, f64)>> =
+            terms.names.into_iter().zip(postings).collect();
         let phrases = data
             .phrases
             .iter()
