@@ -333,11 +333,9 @@ fn incremental(quick: bool) {
     measure("one tool changed", "all", &|defs, _, k| edit(defs, 200 + k));
     // Files just written (as right after a build): every binary must read them all, whichever
     // ran last (without this, the interleaving left one binary's files older than `SETTLED`).
-    measure(
-        "nothing changed, files just made",
-        "all",
-        &|_, out, _| touch_tree(out),
-    );
+    measure("nothing changed, files just made", "all", &|_, out, _| {
+        touch_tree(out)
+    });
     // Files older than the cache's `SETTLED`: a no-change build that reads them all records
     // their stat identity, and the next ones read none (one such build first, unmeasured).
     std::thread::sleep(toolreg::write::cache::SETTLED + std::time::Duration::from_millis(200));
