@@ -94,8 +94,8 @@ pub fn load(root: &Path, diags: &mut Diagnostics) -> Loaded {
         );
         return loaded;
     }
-    // The JSON files found, in walk order: path, relative path, display path.
-    let mut found: Vec<(std::path::PathBuf, String, String)> = Vec::new();
+    // The JSON files found, in walk order: path, relative path, display path, size.
+    let mut found: Vec<(std::path::PathBuf, String, String, u64)> = Vec::new();
     // Symbolic links are followed (a linked file or folder is part of the catalog); walkdir
     // reports a loop instead of walking it forever.
     let walker = walkdir::WalkDir::new(root)
@@ -152,20 +152,26 @@ pub fn load(root: &Path, diags: &mut Diagnostics) -> Loaded {
             .join("/");
         let display = display_path(&root_display, &rel);
         loaded.paths.push(entry.path().to_path_buf());
-        found.push((entry.path().to_path_buf(), rel, display));
+        let size = entry.metadata().map_or(0, |m| m.len());
+        found.push((entry.path().to_path_buf(), rel, display, size));
     }
-    // Reading and parsing, most of loading a fleet catalog, runs on every core; the files'
-    // tools are then taken in walk order, so the result is the same as one file at a time.
-    let read = crate::compiler::parallel::map_in_order(&found, |(path, rel, display)| {
-        read_and_parse(path, rel, display)
-    });
-    for (file, parsed, file_diags) in read {
-        diags.extend(file_diags);
-        if let Some(file) = file {
-            let idx = loaded.files.len();
-            loaded.files.push(file);
-            if let Some(parsed) = parsed {
-                take_tools(&mut loaded, idx, parsed, diags);
+    // Reading and parsing, most of loading a fleet catalog, runs on every core, a batch of
+    // files at a time; each batch's tools are taken in walk order, so the result is the same as
+    // one file at a time. A batch holds at most `BATCH_BYTES` of files (or one larger file):
+    // parsed JSON takes several times its text, and a hostile catalog's files must not all be
+    // parsed at once before the tools' limits drop what is too large.
+    for batch in crate::compiler::parallel::batches(&found, |f| f.3, BATCH_BYTES) {
+        let read = crate::compiler::parallel::map_in_order(batch, |(path, rel, display, _)| {
+            read_and_parse(path, rel, display)
+        });
+        for (file, parsed, file_diags) in read {
+            diags.extend(file_diags);
+            if let Some(file) = file {
+                let idx = loaded.files.len();
+                loaded.files.push(file);
+                if let Some(parsed) = parsed {
+                    take_tools(&mut loaded, idx, parsed, diags);
+                }
             }
         }
     }
@@ -226,6 +232,10 @@ fn decode(
         }
     }
 }
+
+/// How many bytes of definition files are parsed at once, at most (one larger file is parsed
+/// alone).
+const BATCH_BYTES: u64 = 32 << 20;
 
 /// A file read, decoded and parsed (a job of its own: files are read in parallel): the file
 /// when it decodes, its JSON and repeated keys when it parses, and what went wrong.

@@ -1,4 +1,5 @@
-//! One small work queue for the compiler's parallel steps (emitters, token counts).
+//! One small work queue for the compiler's parallel steps (loading, analyzing and assembling tools,
+//! emitters, token counts), and batches of work under a size budget.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -45,4 +46,37 @@ pub fn map_owned_in_order<J: Send, R: Send>(jobs: Vec<J>, f: impl Fn(J) -> R + S
             .expect("each job is taken once");
         f(job)
     })
+}
+
+/// `items` cut in order into runs whose sizes add up to at most `budget` (a larger item alone).
+pub fn batches<T>(items: &[T], size: impl Fn(&T) -> u64, budget: u64) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let (mut start, mut total) = (0, 0u64);
+    for (i, item) in items.iter().enumerate() {
+        let n = size(item);
+        if i > start && total.saturating_add(n) > budget {
+            out.push(&items[start..i]);
+            (start, total) = (i, 0);
+        }
+        total = total.saturating_add(n);
+    }
+    if start < items.len() {
+        out.push(&items[start..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn batches_keep_order_and_stay_within_the_budget() {
+        let sizes = [10u64, 20, 5, 40, 100, 1, 1, 30];
+        let cut = super::batches(&sizes, |&n| n, 40);
+        assert_eq!(
+            cut,
+            vec![&[10, 20, 5][..], &[40][..], &[100][..], &[1, 1, 30][..]]
+        );
+        assert_eq!(cut.concat(), sizes);
+        assert!(super::batches(&[] as &[u64], |&n| n, 40).is_empty());
+    }
 }
