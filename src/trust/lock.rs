@@ -154,7 +154,7 @@ impl Lock {
     }
 }
 
-/// What [`write`] did.
+/// What [`write_text`] did.
 pub enum Written {
     /// The lock already held these bytes.
     Unchanged,
@@ -163,12 +163,8 @@ pub enum Written {
     Replaced { previous: Option<String> },
 }
 
-/// Writes the lock when its bytes differ (beside it, then renamed: never half a file).
-pub fn write(defs: &Path, lock: &Lock) -> Result<Written, LockError> {
-    write_text(defs, &lock.render())
-}
-
-/// [`write`] of a lock already rendered ([`Lock::render`]).
+/// Writes a rendered lock ([`Lock::render`]) when its bytes differ from the file's (beside it,
+/// then renamed: never half a file).
 pub fn write_text(defs: &Path, text: &str) -> Result<Written, LockError> {
     let path = defs.join(LOCK_FILE);
     let previous = std::fs::read_to_string(&path).ok();
