@@ -195,7 +195,7 @@ impl Emitter {
                 files
             }
             Emitter::Rust => rust::emit(reg, settings.memo.as_deref(), diags),
-            Emitter::Ts => typescript::emit(reg),
+            Emitter::Ts => typescript::emit(reg, shared.page_memo(reg).as_ref()),
             Emitter::Docs => docs::render(
                 reg,
                 settings.templates.as_deref(),
