@@ -39,10 +39,10 @@ fn metatool_dev_and_held_out_with_and_without_typos() {
     let gw = gateway_for("tests/eval/metatool/definitions");
     // Figures measured with this scorer (README: search quality); floors just below them.
     for (set, r1, r5) in [
-        ("tests/eval/metatool/dev.jsonl", 0.41, 0.63),
-        ("tests/eval/metatool/heldout.jsonl", 0.41, 0.62),
-        ("tests/eval/metatool/dev-typos.jsonl", 0.39, 0.62),
-        ("tests/eval/metatool/heldout-typos.jsonl", 0.39, 0.60),
+        ("tests/eval/metatool/dev.jsonl", 0.43, 0.68),
+        ("tests/eval/metatool/heldout.jsonl", 0.42, 0.65),
+        ("tests/eval/metatool/dev-typos.jsonl", 0.41, 0.66),
+        ("tests/eval/metatool/heldout-typos.jsonl", 0.41, 0.64),
     ] {
         let report = run(&gw, set);
         at_least(&report, "recall@1", r1, set);
@@ -152,6 +152,76 @@ fn everyday_phrasing_families_reach_the_op() {
     );
 }
 
+/// Issue 37, item 2: everyday words of a common topic (the `topics` family of
+/// src/runtime/phrasing.json: a forecast's words mean weather, a coin's cryptocurrency) reach the
+/// tool that names the topic, over MetaTool's catalog, one request per family. The requests are
+/// written here, in none of the eval sets; each finds its tool only through the topic's word
+/// ("humid" and "dogecoin" are in no tool's text).
+#[test]
+fn everyday_topic_words_reach_the_tool_of_the_topic() {
+    let gw = gateway_for("tests/eval/metatool/definitions");
+    for (family, query, tools, within) in [
+        (
+            "weather",
+            "will it be humid in Lisbon tomorrow",
+            &["WeatherTool"][..],
+            1,
+        ),
+        (
+            "cryptocurrency",
+            "how is dogecoin doing this week",
+            &["FinanceTool"],
+            1,
+        ),
+        (
+            "stock",
+            "upcoming dividend dates for Apple",
+            &["FinanceTool"],
+            3,
+        ),
+        ("job", "any vacancies for nurses in Leeds", &["JobTool"], 1),
+        (
+            "travel",
+            "book a hotel near the Colosseum",
+            &["TripTool", "TripAdviceTool"],
+            1,
+        ),
+        (
+            "house",
+            "find a condo with a balcony in Miami",
+            &["HousePurchasingTool", "HouseRentingTool"],
+            3,
+        ),
+        (
+            "product",
+            "a good smartphone under 300 dollars",
+            &["ProductSearch"],
+            3,
+        ),
+        ("course", "piano lessons for beginners", &["CourseTool"], 1),
+        (
+            "recipe",
+            "a vegan lasagna for six",
+            &["recipe_retrieval"],
+            1,
+        ),
+        ("discount", "a voucher for running shoes", &["Discount"], 1),
+    ] {
+        let mut req = toolreg::runtime::search::SearchRequest::query(query);
+        req.limit = Some(within);
+        let found: Vec<String> = gw
+            .search(&req)
+            .results
+            .into_iter()
+            .map(|h| h.tool_name)
+            .collect();
+        assert!(
+            found.iter().any(|t| tools.contains(&t.as_str())),
+            "{family}: {query:?} -> {found:?}, expected one of {tools:?} in the top {within}"
+        );
+    }
+}
+
 /// Issue 37, item 2: words that only frame a request ("give me", "tell me", "help me": the
 /// `framing` family of src/runtime/phrasing.json) do not match an op named by that verb; alone,
 /// they are still what is asked.
@@ -246,7 +316,7 @@ fn search_says_when_nothing_fits() {
     let report = run(&gw, "tests/eval/metatool/heldout.jsonl");
     let none = report.metric("answered_none");
     assert!(none <= 0.05, "in-scope held out answered none {none}");
-    assert!(report.metric("recall@5") >= 0.62, "recall unchanged");
+    assert!(report.metric("recall@5") >= 0.65, "recall unchanged");
     let oos = std::fs::read_to_string(
         common::repo().join("tests/eval/metatool/out-of-scope-heldout.jsonl"),
     )
@@ -257,10 +327,12 @@ fn search_says_when_nothing_fits() {
         "{}",
         v["answered_strong"]
     );
-    // 14.6% (15.6% before clitics were dropped: three queries were `none` for the `m` of
-    // "I'm", a word no op has).
+    // 13.9%: 14.6% before the topic words (phrasing.json `topics`), which gave two of these
+    // 288 requests a topic's word to match ("a 2BR apartment in downtown Chicago": the house
+    // tools), while in-scope `none` fell from 4.0% to 3.6%; 15.6% before clitics were dropped
+    // (three queries were `none` for the `m` of "I'm", a word no op has).
     assert!(
-        v["answered_none"].as_f64().unwrap() >= 0.14,
+        v["answered_none"].as_f64().unwrap() >= 0.135,
         "{}",
         v["answered_none"]
     );

@@ -1,6 +1,7 @@
 //! Search over ops: BM25F across fields with weights (name > tags > summary > description >
 //! argument names), whole-word tokens split from identifiers (snake, camel, dots), stop-words,
-//! light stemming, and synonyms (built-in generic verbs plus the overlay's `[synonyms]`).
+//! light stemming, and synonyms (built-in generic verbs and everyday topic words, plus the overlay's
+//! `[synonyms]`).
 //!
 //! An exact op or tool name always ranks first. Equal scores go to writes when the query has a
 //! write verb, then by op. A search never answers with nothing: with no match it returns the
@@ -858,7 +859,7 @@ impl SearchIndex {
         }
         let mut synonyms: HashMap<String, Vec<String>> = HashMap::new();
         let data = phrasing();
-        let defaults = data.synonyms.iter().map(|(k, v)| {
+        let defaults = data.synonyms.iter().chain(&data.topics).map(|(k, v)| {
             (
                 k.to_string(),
                 v.split_whitespace().map(str::to_owned).collect::<Vec<_>>(),

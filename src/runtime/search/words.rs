@@ -19,6 +19,10 @@ pub(super) struct Phrasing {
     pub(super) synonyms: BTreeMap<String, String>,
     pub(super) abbreviations: BTreeMap<String, String>,
     pub(super) phrases: BTreeMap<String, String>,
+    /// An everyday word of a common topic -> the words catalogs name the topic by: searched
+    /// as a synonym is.
+    #[serde(default)]
+    pub(super) topics: BTreeMap<String, String>,
     #[serde(default)]
     pub(super) framing: Vec<String>,
 }
