@@ -106,6 +106,9 @@ fn an_index_not_of_this_registry_or_toolreg_is_not_read() {
     for (from, to) in [
         (format.as_str(), "\"index_format\":999"),
         ("\"toolreg_version\":\"", "\"toolreg_version\":\"0.0.0-"),
+        // Built by a toolreg of the same version whose phrasing data (synonyms, topics)
+        // differed: its synonyms are not this build's.
+        ("\"phrasing\":\"b3:", "\"phrasing\":\"b3:0"),
     ] {
         let edited = artifact.replacen(from, to, 1);
         assert_ne!(edited, artifact);

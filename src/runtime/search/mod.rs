@@ -447,7 +447,7 @@ pub const INDEX_FILE: &str = "search.json";
 
 /// Bumped whenever what the index holds, or how search reads it, changes; an index of another
 /// format (or another toolreg version, or registry) is not read: search builds its own.
-pub const INDEX_FORMAT: u32 = 6;
+pub const INDEX_FORMAT: u32 = 7;
 
 /// The header of `search.json`: what it was built from and by.
 #[derive(Serialize, Deserialize)]
@@ -456,6 +456,8 @@ struct IndexHeader {
     toolreg_version: String,
     index_format: u32,
     registry_version: String,
+    /// The digest of the built-in phrasing data the index's synonyms came from.
+    phrasing: String,
 }
 
 impl IndexHeader {
@@ -464,6 +466,7 @@ impl IndexHeader {
             && self.toolreg_version == env!("CARGO_PKG_VERSION")
             && self.index_format == INDEX_FORMAT
             && self.registry_version == registry_version
+            && self.phrasing == words::phrasing_digest()
     }
 }
 
@@ -670,8 +673,8 @@ impl<View, Records> IndexFile<'_, View, Records> {
 }
 
 impl SearchIndex {
-    /// `search.json` for `reg`: a header naming the registry version, toolreg's version and the
-    /// index format, then the index (compact, sorted keys), its two kinds of posting lists, the
+    /// `search.json` for `reg`: a header naming the registry version, toolreg's version, the
+    /// index format and the phrasing data's digest, then the index (compact, sorted keys), its two kinds of posting lists, the
     /// registry's top level and the ops' compact records.
     pub fn to_artifact(reg: &Registry) -> String {
         let header = IndexHeader {
@@ -679,6 +682,7 @@ impl SearchIndex {
             toolreg_version: env!("CARGO_PKG_VERSION").into(),
             index_format: INDEX_FORMAT,
             registry_version: reg.registry_version.clone(),
+            phrasing: words::phrasing_digest().into(),
         };
         let index = SearchIndex::new(reg);
         let mut out = serde_json::to_string(&serde_json::json!({"header": header}))

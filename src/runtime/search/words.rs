@@ -27,11 +27,19 @@ pub(super) struct Phrasing {
     pub(super) framing: Vec<String>,
 }
 
+/// The built-in phrasing data (src/runtime/phrasing.json), as compiled in.
+const PHRASING: &str = include_str!("../phrasing.json");
+
 pub(super) fn phrasing() -> &'static Phrasing {
     static DATA: std::sync::OnceLock<Phrasing> = std::sync::OnceLock::new();
-    DATA.get_or_init(|| {
-        serde_json::from_str(include_str!("../phrasing.json")).expect("phrasing.json is valid")
-    })
+    DATA.get_or_init(|| serde_json::from_str(PHRASING).expect("phrasing.json is valid"))
+}
+
+/// A digest of the built-in phrasing data: `search.json` names the data it was built with, so
+/// an index built before the data changed (by a build of the same toolreg version) is not read.
+pub(super) fn phrasing_digest() -> &'static str {
+    static DIGEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DIGEST.get_or_init(|| format!("b3:{}", &blake3::hash(PHRASING.as_bytes()).to_hex()[..16]))
 }
 
 /// The query without the words that only frame a request (phrasing.json `framing`: "give me",
