@@ -369,7 +369,6 @@ fn incremental(quick: bool) {
     });
 }
 
-/// A copy of the files of folder `from` (one level, as the fleet catalogs lie) in `to`.
 /// Every file under `dir` (the cache's too) modified now, its bytes as they were.
 fn touch_tree(dir: &Path) {
     let now = std::time::SystemTime::now();
@@ -384,6 +383,7 @@ fn touch_tree(dir: &Path) {
     }
 }
 
+/// A copy of the files of folder `from` (one level, as the fleet catalogs lie) in `to`.
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {

@@ -1,7 +1,7 @@
 //! Search over ops: BM25F across fields with weights (name > tags > summary > description >
 //! argument names), whole-word tokens split from identifiers (snake, camel, dots), stop-words,
-//! light stemming, and synonyms (built-in generic verbs and everyday topic words, plus the overlay's
-//! `[synonyms]`).
+//! light stemming, and synonyms (built-in generic verbs and everyday topic words, plus the
+//! overlay's `[synonyms]`).
 //!
 //! An exact op or tool name always ranks first. Equal scores go to writes when the query has a
 //! write verb, then by op. A search never answers with nothing: with no match it returns the
@@ -674,8 +674,8 @@ impl<View, Records> IndexFile<'_, View, Records> {
 
 impl SearchIndex {
     /// `search.json` for `reg`: a header naming the registry version, toolreg's version, the
-    /// index format and the phrasing data's digest, then the index (compact, sorted keys), its two kinds of posting lists, the
-    /// registry's top level and the ops' compact records.
+    /// index format and the phrasing data's digest, then the index (compact, sorted keys), its
+    /// two kinds of posting lists, the registry's top level and the ops' compact records.
     pub fn to_artifact(reg: &Registry) -> String {
         let header = IndexHeader {
             generator: crate::model::registry::GENERATOR.into(),
