@@ -611,4 +611,46 @@ fn learned_requests_find_what_people_mean() {
         std::fs::read_to_string(defs.join("toolreg.toml")).unwrap(),
         overlay
     );
+
+    // A longer log teaches more: the whole dev side of MetaTool's split (2,104 requests, the
+    // 600 above among them) adds the rest, at most 64 per op, and the floors are chosen again.
+    let log = common::repo().join("tests/eval/metatool/dev-log.jsonl");
+    let longer = common::learn(
+        work.path(),
+        &defs,
+        &log,
+        &["--out-of-scope", oos_dev, "--quiet"],
+    );
+    let said = common::stderr(&longer);
+    assert!(longer.status.success(), "{said}");
+    assert!(
+        said.contains("added 1454 requests to 198 ops")
+            && said.contains("(600 already there, 50 past 64 per op)"),
+        "{said}"
+    );
+    let reg = toolreg::compiler::compile(&defs).registry.unwrap();
+    let gw = Gateway::new(reg.clone(), toolreg::emit::help::build(&reg)).unwrap();
+    let report = run(&gw, "tests/eval/metatool/heldout.jsonl");
+    // Measured: .684 / .873 (600 requests: .584 / .805); in-scope `none` 4.5%, out of scope
+    // `strong` 3.5% and `none` 40.6%.
+    at_least(&report, "recall@1", 0.67, "held out, learned from the log");
+    at_least(&report, "recall@5", 0.86, "held out, learned from the log");
+    let oos = eval::out_of_scope(
+        &gw,
+        &std::fs::read_to_string(
+            common::repo().join("tests/eval/metatool/out-of-scope-heldout.jsonl"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let none_in = report.metric("answered_none");
+    let (strong_out, none_out) = (
+        oos["answered_strong"].as_f64().unwrap(),
+        oos["answered_none"].as_f64().unwrap(),
+    );
+    assert!(none_in <= 0.05, "in-scope none {none_in}");
+    assert!(
+        strong_out <= 0.05 && none_out >= 0.38,
+        "out of scope strong {strong_out}, none {none_out}"
+    );
 }

@@ -10,7 +10,9 @@ dataset/data/all_clean_data.csv (20,615 single-tool queries: Query,Tool; 199 too
 definitions/metatool.json (ChatToolDefinition, parameters empty: MetaTool gives none),
 dev.jsonl and heldout.jsonl ({"query", "expected": [tool]}). The split is by a hash of the
 query text, so it does not depend on file order: hash % 10 == 0 -> dev, otherwise held out;
-then a fixed-seed sample of DEV_SIZE and HELDOUT_SIZE.
+then a fixed-seed sample of DEV_SIZE and HELDOUT_SIZE. dev-log.jsonl is the whole dev side
+(every query hashed to dev, dev.jsonl among them): a team's log of seen requests for `toolreg
+learn`, never a held-out query.
 """
 import csv, hashlib, json, random, sys
 from pathlib import Path
@@ -38,6 +40,7 @@ def main(src: Path, out: Path) -> None:
     for q, t in unique:
         h = int(hashlib.sha256(q.encode()).hexdigest(), 16)
         (dev if h % 10 == 0 else held).append((q, t))
+    dev_log = list(dev)
     rng = random.Random(SEED)
     dev = rng.sample(dev, min(DEV_SIZE, len(dev)))
     held = rng.sample(held, min(HELDOUT_SIZE, len(held)))
@@ -48,11 +51,11 @@ def main(src: Path, out: Path) -> None:
         for name, desc in sorted(tools.items())
     ]
     (out / "definitions/metatool.json").write_text(json.dumps(defs, indent=2, ensure_ascii=False) + "\n")
-    for name, rows in [("dev.jsonl", dev), ("heldout.jsonl", held)]:
+    for name, rows in [("dev.jsonl", dev), ("heldout.jsonl", held), ("dev-log.jsonl", dev_log)]:
         with open(out / name, "w") as f:
             for q, t in sorted(rows):
                 f.write(json.dumps({"query": q, "expected": [t]}, ensure_ascii=False) + "\n")
-    print(f"{len(defs)} tools; dev {len(dev)}, held out {len(held)} of {len(unique)} queries")
+    print(f"{len(defs)} tools; dev {len(dev)} (log {len(dev_log)}), held out {len(held)} of {len(unique)} queries")
 
 
 if __name__ == "__main__":
