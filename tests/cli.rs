@@ -287,6 +287,31 @@ fn version_names_features_and_help_of_a_command_points_at_its_help() {
     );
 }
 
+/// The CLI's allocator reserves 64 MiB arenas (src/main.rs, `SMALL_ARENAS`): set before
+/// mimalloc starts, which its verbose start-up lists (a setting made later would list 1 GiB),
+/// and a reserve set in the environment still wins.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_allocator_reserves_small_arenas_unless_told_otherwise() {
+    let run = |env: &[(&str, &str)]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
+            .arg("--version")
+            .env("MIMALLOC_VERBOSE", "1")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let said = run(&[]);
+    assert!(said.contains("option 'arena_reserve': 65536 KiB"), "{said}");
+    let said = run(&[("MIMALLOC_ARENA_RESERVE", "256MiB")]);
+    assert!(
+        said.contains("option 'arena_reserve': 262144 KiB"),
+        "{said}"
+    );
+}
+
 /// Issue 36 (in part): after a one-word edit, `check` names the files whose content changed,
 /// with their first difference, before the many that differ only in the version stamp they
 /// carry (named briefly, not one diff each).
