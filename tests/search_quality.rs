@@ -442,6 +442,24 @@ fn match_floors_are_calibrated_on_a_teams_own_queries() {
     assert!(d.to_string().contains("toolreg.toml:2"), "{d}");
 }
 
+/// MetaTool's held-out split over the catalog in `defs` (lexical): the report, and the shares
+/// of the out-of-scope held-out split answered `strong` and `none`.
+fn metatool_held_out(defs: &std::path::Path) -> (Report, f64, f64) {
+    let reg = toolreg::compiler::compile(defs).registry.unwrap();
+    let gw = Gateway::new(reg.clone(), toolreg::emit::help::build(&reg)).unwrap();
+    let report = run(&gw, "tests/eval/metatool/heldout.jsonl");
+    let oos = eval::out_of_scope(
+        &gw,
+        &std::fs::read_to_string(
+            common::repo().join("tests/eval/metatool/out-of-scope-heldout.jsonl"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let share = |k: &str| oos[k].as_f64().unwrap();
+    (report, share("answered_strong"), share("answered_none"))
+}
+
 /// Issue 37, item 1: `toolreg learn` adds the requests a team has seen (MetaTool's dev split,
 /// never a held-out one) to each op's `queries`, keeping the overlay's comments; search reads
 /// them, and the held-out split gains 15 points of recall@1. Learning twice adds nothing; a log
@@ -505,10 +523,13 @@ fn learned_requests_find_what_people_mean() {
     );
     let overlay = std::fs::read_to_string(defs.join("toolreg.toml")).unwrap();
     assert!(overlay.starts_with(ours), "{overlay}");
-    let reg = toolreg::compiler::compile(&defs).registry.unwrap();
-    let floors = reg.search.match_lexical.expect("floors set");
-    let gw = Gateway::new(reg.clone(), toolreg::emit::help::build(&reg)).unwrap();
-    let report = run(&gw, "tests/eval/metatool/heldout.jsonl");
+    let floors = toolreg::compiler::compile(&defs)
+        .registry
+        .unwrap()
+        .search
+        .match_lexical
+        .expect("floors set");
+    let (report, strong_out, none_out) = metatool_held_out(&defs);
     at_least(
         &report,
         "recall@5",
@@ -516,18 +537,6 @@ fn learned_requests_find_what_people_mean() {
         "held out, learned and calibrated",
     );
     let none_in = report.metric("answered_none");
-    let oos = eval::out_of_scope(
-        &gw,
-        &std::fs::read_to_string(
-            common::repo().join("tests/eval/metatool/out-of-scope-heldout.jsonl"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let (strong_out, none_out) = (
-        oos["answered_strong"].as_f64().unwrap(),
-        oos["answered_none"].as_f64().unwrap(),
-    );
     // Measured: in scope `none` 4.2%, out of scope `strong` 1.7% and `none` 27.1% (floors
     // from `eval --calibrate` on half the dev split, learned from the other half: 18.8%).
     assert!(none_in <= 0.05, "in-scope none {none_in} ({floors:?})");
@@ -628,26 +637,12 @@ fn learned_requests_find_what_people_mean() {
             && said.contains("(600 already there, 50 past 64 per op)"),
         "{said}"
     );
-    let reg = toolreg::compiler::compile(&defs).registry.unwrap();
-    let gw = Gateway::new(reg.clone(), toolreg::emit::help::build(&reg)).unwrap();
-    let report = run(&gw, "tests/eval/metatool/heldout.jsonl");
+    let (report, strong_out, none_out) = metatool_held_out(&defs);
     // Measured: .684 / .873 (600 requests: .584 / .805); in-scope `none` 4.5%, out of scope
     // `strong` 3.5% and `none` 40.6%.
     at_least(&report, "recall@1", 0.67, "held out, learned from the log");
     at_least(&report, "recall@5", 0.86, "held out, learned from the log");
-    let oos = eval::out_of_scope(
-        &gw,
-        &std::fs::read_to_string(
-            common::repo().join("tests/eval/metatool/out-of-scope-heldout.jsonl"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
     let none_in = report.metric("answered_none");
-    let (strong_out, none_out) = (
-        oos["answered_strong"].as_f64().unwrap(),
-        oos["answered_none"].as_f64().unwrap(),
-    );
     assert!(none_in <= 0.05, "in-scope none {none_in}");
     assert!(
         strong_out <= 0.05 && none_out >= 0.38,

@@ -724,55 +724,40 @@ fn hybrid_gateway(defs: &std::path::Path, encoder: Arc<dyn Encoder>) -> Gateway 
 /// Issue 37, items 1, 3 and 4 with the bundled encoder: an op's vector is the mean of its text's
 /// and of the requests the team has seen for it, so held-out requests land near it; the
 /// `[search]` settings were chosen on the dev split only: the weight 0.6 on half of it, the
-/// `match` floors by `toolreg learn`, cross-fitted over ten folds of it.
+/// `match` floors by `toolreg learn`, cross-fitted over ten folds of the log. The log is the
+/// whole dev side of MetaTool's split (2,104 requests, at most 64 per op); with it the bundled
+/// encoder meets issue 37's MetaTool targets: R@5 .88, out-of-scope `none` 60%, `strong` 10%,
+/// in-scope `none` 5%.
 #[test]
 fn seen_requests_move_ops_toward_how_people_ask() {
     let bundled = Remembering::new(Bundled::load().unwrap());
     let zero = hybrid_gateway(&metatool(), bundled.clone());
     let ((r1_zero, r5_zero, _), _) = metatool_held_out(&zero);
-    // Measured: .495 / .739 with the dense share rising as the words cover less of a request
+    // Measured: .509 / .758 with the dense share rising as the words cover less of a request
     // (.465 / .705 at a fixed 0.4; .453 / .679 with the old lift of the four nearest).
-    assert!(r1_zero >= 0.48 && r5_zero >= 0.72, "{r1_zero} {r5_zero}");
+    assert!(r1_zero >= 0.49 && r5_zero >= 0.74, "{r1_zero} {r5_zero}");
 
     let work = tempfile::tempdir().unwrap();
-    let head = "[search]\nsemantic_weight = 0.6\n";
-    let defs = metatool_learned(work.path(), head, "tests/eval/metatool/dev.jsonl", None);
-    let gw = hybrid_gateway(&defs, bundled.clone());
-    let ((r1, r5, none_in), (strong_out, none_out)) = metatool_held_out(&gw);
-    eprintln!(
-        "held out, bundled: zero-config {r1_zero:.3} / {r5_zero:.3}; learned {r1:.3} / {r5:.3}, in-scope none {none_in:.3}, out of scope strong {strong_out:.3} none {none_out:.3}"
-    );
-    // Measured: .655 / .871, in-scope none 3.6%, out of scope strong 1.0%, none 61.1% (before
-    // the topic words .651 / .868, 3.3%, 1.0%, 60.4%; .648 / .864, 3.5%, 1.0%, 59.0% at a fixed
-    // weight; with floors calibrated on half the dev split,
-    // learned from the other half: 2.3%, 2.8%, 52%).
-    assert!(r1 >= 0.64 && r5 >= 0.86, "{r1} {r5}");
-    assert!(
-        r1 >= r1_zero + 0.05,
-        "seen requests add 5 points of recall@1"
-    );
-    assert!(none_in <= 0.05, "in-scope none {none_in}");
-    assert!(
-        strong_out <= 0.05 && none_out >= 0.59,
-        "{strong_out} {none_out}"
-    );
-
-    // A longer log (the whole dev side of the split: 2,104 requests, at most 64 per op) takes
-    // the bundled encoder past issue 37's targets: R@5 .88, out-of-scope `none` 60%.
-    let longer = tempfile::tempdir().unwrap();
     let defs = metatool_learned(
-        longer.path(),
-        head,
+        work.path(),
+        "[search]\nsemantic_weight = 0.6\n",
         "tests/eval/metatool/dev-log.jsonl",
         None,
     );
     let gw = hybrid_gateway(&defs, bundled);
-    let ((r1_log, r5_log, none_in), (strong_out, none_out)) = metatool_held_out(&gw);
+    let ((r1, r5, none_in), (strong_out, none_out)) = metatool_held_out(&gw);
     eprintln!(
-        "held out, bundled, learned from the log: {r1_log:.3} / {r5_log:.3}, in-scope none {none_in:.3}, out of scope strong {strong_out:.3} none {none_out:.3}"
+        "held out, bundled: zero-config {r1_zero:.3} / {r5_zero:.3}; learned from the log {r1:.3} / {r5:.3}, in-scope none {none_in:.3}, out of scope strong {strong_out:.3} none {none_out:.3}"
     );
-    // Measured: .733 / .913, in-scope none 3.5%, out of scope strong 1.7%, none 68.8%.
-    assert!(r1_log >= 0.72 && r5_log >= 0.90, "{r1_log} {r5_log}");
+    // Measured: .733 / .913, in-scope none 3.5%, out of scope strong 1.7%, none 68.8%. From the
+    // 600-request dev split alone (the CLI, same run; docs/guide.md): .655 / .871, 3.6%, 1.0%,
+    // 61.1% (before the topic words .651 / .868, 3.3%, 1.0%, 60.4%; with floors calibrated on
+    // half the dev split, learned from the other half: 2.3%, 2.8%, 52%).
+    assert!(r1 >= 0.72 && r5 >= 0.90, "{r1} {r5}");
+    assert!(
+        r1 >= r1_zero + 0.05,
+        "seen requests add 5 points of recall@1"
+    );
     assert!(none_in <= 0.05, "in-scope none {none_in}");
     assert!(
         strong_out <= 0.05 && none_out >= 0.65,
