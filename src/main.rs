@@ -11,8 +11,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// mimalloc reserves its memory in arenas, the first 1 GiB by default, and asks for transparent
 /// huge pages on them, so a process that uses a few dozen MB touches more 2 MiB pages than it
 /// fills. Arenas of 64 MiB (more are reserved as needed, growing from the eighth) measured, at
-/// 10,000 ops, a cold search at 52 MiB instead of 60 and a full build at 465 MiB instead of 497,
-/// in the same time (guide: runtime performance). mimalloc reserves its first arena at the first
+/// 10,000 ops, a cold search at 52 MiB instead of 58 and a full build at 479 MiB instead of 499,
+/// in the same time (guide: runtime and build performance). mimalloc reserves its first arena at the first
 /// allocation, which Rust's runtime makes before `main`, so this runs from the ELF
 /// initializers, before any allocation (it allocates nothing: `getenv`, then a store into
 /// mimalloc's option table). `MIMALLOC_ARENA_RESERVE` set in the environment is left to
