@@ -12,11 +12,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// huge pages on them, so a process that uses a few dozen MB touches more 2 MiB pages than it
 /// fills. Arenas of 64 MiB (more are reserved as needed, growing from the eighth) measured, at
 /// 10,000 ops, a cold search at 52 MiB instead of 58 and a full build at 479 MiB instead of 499,
-/// in the same time (guide: runtime and build performance). mimalloc reserves its first arena at the first
-/// allocation, which Rust's runtime makes before `main`, so this runs from the ELF
+/// in the same time (guide: runtime and build performance). mimalloc reserves its first arena
+/// at the first allocation, which Rust's runtime makes before `main`, so this runs from the ELF
 /// initializers, before any allocation (it allocates nothing: `getenv`, then a store into
 /// mimalloc's option table). `MIMALLOC_ARENA_RESERVE` set in the environment is left to
-/// mimalloc.
+/// mimalloc. The option's number is checked by `tests/cli.rs`, which reads mimalloc's verbose
+/// start-up.
 #[cfg(target_os = "linux")]
 #[used]
 #[link_section = ".init_array.00090"]

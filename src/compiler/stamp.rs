@@ -14,5 +14,5 @@ pub fn registry_version(reg: &Registry) -> String {
         form: RegistryForm::Hashed,
     };
     crate::model::canonical::hash_json(&mut hasher, &canonical);
-    format!("b3:{}", &hasher.finalize().to_hex()[..16])
+    crate::model::canonical::short_digest(hasher.finalize())
 }

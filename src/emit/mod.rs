@@ -509,7 +509,7 @@ pub fn manifest_hash_of_reader(reader: impl std::io::Read) -> std::io::Result<St
 }
 
 fn manifest_hash_of_digest(digest: blake3::Hash) -> String {
-    format!("b3:{}", &digest.to_hex()[..16])
+    crate::model::canonical::short_digest(digest)
 }
 
 #[cfg(test)]

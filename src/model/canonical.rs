@@ -23,6 +23,13 @@ pub fn json_len(v: &Value) -> usize {
     n.0
 }
 
+/// How toolreg names a digest everywhere (registry versions, manifest hashes, the phrasing
+/// data): `b3:` and the first 16 hex digits of the blake3 hash.
+#[cfg(any(feature = "compiler", feature = "runtime"))]
+pub fn short_digest(digest: blake3::Hash) -> String {
+    format!("b3:{}", &digest.to_hex()[..16])
+}
+
 /// Feeds `value`'s compact JSON to `hasher` through a 16 KB buffer. serde_json writes a token at
 /// a time, and a blake3 update per token cost more than the hashing itself. Every tool's pin
 /// makes a few of these calls: a 64 KB buffer cost fresh pages each time, and an array on the

@@ -39,7 +39,7 @@ pub(super) fn phrasing() -> &'static Phrasing {
 /// an index built before the data changed (by a build of the same toolreg version) is not read.
 pub(super) fn phrasing_digest() -> &'static str {
     static DIGEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    DIGEST.get_or_init(|| format!("b3:{}", &blake3::hash(PHRASING.as_bytes()).to_hex()[..16]))
+    DIGEST.get_or_init(|| crate::model::canonical::short_digest(blake3::hash(PHRASING.as_bytes())))
 }
 
 /// The query without the words that only frame a request (phrasing.json `framing`: "give me",
