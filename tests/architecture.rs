@@ -25,7 +25,8 @@ const LAYERS: &[&[&str]] = &[
     &["serve"],
 ];
 
-/// The crate-root re-exports the code uses (`crate::registry` is `crate::model::registry`).
+/// The crate-root re-exports (`crate::registry` is `crate::model::registry`): for the crate's
+/// users; the library's own code names each module by its home (a test below holds it to that).
 const ROOT_ALIASES: &[(&str, &str)] = &[
     ("canonical", "model::canonical"),
     ("diag", "model::diag"),
@@ -76,6 +77,11 @@ fn code(text: &str) -> String {
         Some(at) => &text[..at],
         None => text,
     };
+    without_comments(text)
+}
+
+/// The text without its line comments (doc comments included).
+fn without_comments(text: &str) -> String {
     text.lines()
         .map(|l| match l.find("//") {
             Some(at) if !l[..at].contains('"') => &l[..at],
@@ -305,6 +311,47 @@ fn no_module_imports_in_a_cycle_or_from_a_layer_above() {
     assert!(
         wrong.is_empty(),
         "imports that go sideways or up a layer: {wrong:?}"
+    );
+}
+
+/// The `crate::` paths of `text` that go through a crate-root re-export, as written.
+fn through_root_aliases(text: &str) -> Vec<String> {
+    paths(&without_comments(text))
+        .into_iter()
+        .filter(|p| {
+            p[0] == "crate"
+                && ROOT_ALIASES
+                    .iter()
+                    .any(|(a, _)| p.get(1) == Some(&a.to_string()))
+        })
+        .map(|p| p.join("::"))
+        .collect()
+}
+
+/// The guide's rule: library code (its test modules too) names `crate::model::registry`, never
+/// the re-export `crate::registry`, so where a module lives is read off every path to it.
+#[test]
+fn library_code_names_each_module_by_its_home_not_a_root_reexport() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut wrong = Vec::new();
+    for (me, text) in modules(&src) {
+        for path in through_root_aliases(&text) {
+            wrong.push(format!("{}: {path}", me.join("::")));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "paths through a crate-root re-export (write `crate::model::...`, `crate::write::...`, `crate::compiler::...`): {wrong:?}"
+    );
+    // The check can fail: a planted path is caught, in braces too, and the home is not.
+    assert_eq!(
+        through_root_aliases(
+            "use crate::{diag::Diagnostics, model::text};\nlet r: crate::Registry;"
+        ),
+        vec!["crate::diag::Diagnostics", "crate::Registry"]
+    );
+    assert!(
+        through_root_aliases("use crate::model::registry::OpRecord; // crate::registry").is_empty()
     );
 }
 

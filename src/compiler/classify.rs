@@ -9,9 +9,9 @@
 
 use super::overlay::{LoadedOverlay, Overlay};
 // Op-name syntax is the model's (inference and the runtime check it too); kept here by name.
-use crate::diag::{Code, Diagnostic, Diagnostics};
-pub use crate::registry::{valid_op, MAX_OP_LEN};
-use crate::registry::{Kind, McpAnnotations};
+use crate::model::diag::{Code, Diagnostic, Diagnostics};
+pub use crate::model::registry::{valid_op, MAX_OP_LEN};
+use crate::model::registry::{Kind, McpAnnotations};
 use heck::ToSnakeCase;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -7,8 +7,8 @@
 use super::classify::{match_form, CompiledRule, Vocab};
 use super::infer::{self, Inferred, Role};
 use super::{compile_with, OverlaySource};
-use crate::diag::Diagnostics;
-use crate::registry::Registry;
+use crate::model::diag::Diagnostics;
+use crate::model::registry::Registry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -81,7 +81,7 @@ pub fn draft(definitions: &Path) -> Result<Draft, DraftError> {
     let Some(reg) = base.registry else {
         return Err(DraftError::Input(base.diagnostics));
     };
-    let records: Vec<&crate::registry::OpRecord> = reg.ops.values().collect();
+    let records: Vec<&crate::model::registry::OpRecord> = reg.ops.values().collect();
     let inputs: Vec<infer::Input> = records
         .iter()
         .map(|r| infer::Input {
@@ -225,7 +225,7 @@ pub fn keep_tables(definitions: &Path, draft: &Draft, old: &str) -> Result<Merge
     }
 }
 
-fn base_files(records: &[&crate::registry::OpRecord]) -> usize {
+fn base_files(records: &[&crate::model::registry::OpRecord]) -> usize {
     records
         .iter()
         .map(|r| r.source.file.as_str())
@@ -236,7 +236,7 @@ fn base_files(records: &[&crate::registry::OpRecord]) -> usize {
 /// Rule candidates written from each tool's shape: the verb as `{action}` or literal, the
 /// entity as `{entity}`, the qualifier as `{qualifier}` or literal, the prefix literal.
 fn candidates(
-    records: &[&crate::registry::OpRecord],
+    records: &[&crate::model::registry::OpRecord],
     inferred: &[Inferred],
     forms: &[String],
     vocab: &Vocab,
@@ -416,7 +416,7 @@ fn key(s: &str) -> String {
 
 fn render(
     reg: &Registry,
-    records: &[&crate::registry::OpRecord],
+    records: &[&crate::model::registry::OpRecord],
     candidates: &[Candidate],
     chosen: &[usize],
     special: &BTreeSet<usize>,

@@ -50,7 +50,10 @@ const SUMMARY_MAX: usize = 200;
 
 /// The first sentence of a description, cut at a word boundary past 200 characters.
 pub fn summary(description: &str) -> String {
-    crate::text::truncate_words(&crate::text::first_sentence(description), SUMMARY_MAX)
+    crate::model::text::truncate_words(
+        &crate::model::text::first_sentence(description),
+        SUMMARY_MAX,
+    )
 }
 
 /// Display type of a schema: `string`, `integer`, `string|number`, `array<string>`, `any`.
@@ -88,7 +91,7 @@ pub fn display_type(schema: &serde_json::Value) -> String {
 }
 
 /// The top-level argument table, in declared order.
-pub fn args(schema: &serde_json::Value) -> Vec<crate::registry::Arg> {
+pub fn args(schema: &serde_json::Value) -> Vec<crate::model::registry::Arg> {
     use serde_json::Value;
     let required: Vec<&str> = schema
         .get("required")
@@ -110,7 +113,7 @@ pub fn args(schema: &serde_json::Value) -> Vec<crate::registry::Arg> {
                     hi.unwrap_or_default()
                 )),
             };
-            crate::registry::Arg {
+            crate::model::registry::Arg {
                 name: name.clone(),
                 type_: display_type(s),
                 required: required.contains(&name.as_str()),
@@ -129,7 +132,7 @@ pub fn args(schema: &serde_json::Value) -> Vec<crate::registry::Arg> {
 }
 
 /// Arguments that carry ids of records: `id`, `*_id`, `*_ids`.
-pub fn id_args(args: &[crate::registry::Arg]) -> Vec<String> {
+pub fn id_args(args: &[crate::model::registry::Arg]) -> Vec<String> {
     args.iter()
         .filter(|a| a.name == "id" || a.name.ends_with("_id") || a.name.ends_with("_ids"))
         .map(|a| a.name.clone())

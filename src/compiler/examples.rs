@@ -14,7 +14,7 @@ pub fn synthesize(schema: &Value) -> Value {
         return Value::Object(args);
     };
     let mut left = MAX_VALUES;
-    for name in crate::schema::required(schema) {
+    for name in crate::model::schema::required(schema) {
         if let Some(sub) = props.get(name) {
             args.insert(
                 name.to_string(),
@@ -196,7 +196,7 @@ fn placeholder(name: &str, schema: &Value, root: &Value, depth: usize, left: &mu
         Some("object") => {
             let mut obj = Map::new();
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for req in crate::schema::required(schema) {
+                for req in crate::model::schema::required(schema) {
                     if let Some(sub) = props.get(req) {
                         obj.insert(
                             req.to_string(),

@@ -9,9 +9,9 @@ use unicode_normalization::UnicodeNormalization;
 /// Characters that render as nothing (or as a space) and so can sit inside a word unseen:
 /// every default-ignorable code point, including all variation selectors and tag characters.
 fn ignorable(c: char) -> bool {
-    crate::diag::is_invisible(c)
-        || crate::diag::is_tag_char(c)
-        || crate::diag::is_bidi_control(c)
+    crate::model::diag::is_invisible(c)
+        || crate::model::diag::is_tag_char(c)
+        || crate::model::diag::is_bidi_control(c)
         || matches!(c, '\u{FE00}'..='\u{FE0F}' | '\u{E0000}'..='\u{E0FFF}' | '\u{200E}' | '\u{200F}')
 }
 

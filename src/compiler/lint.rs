@@ -6,8 +6,8 @@ use super::enrich::provider_valid;
 use super::load::Loaded;
 use super::overlay::LoadedOverlay;
 use super::Tool;
-use crate::diag::{nearest, ranked, Code, Diagnostic, Diagnostics};
-use crate::registry::Kind;
+use crate::model::diag::{nearest, ranked, Code, Diagnostic, Diagnostics};
+use crate::model::registry::Kind;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn check(
@@ -44,7 +44,7 @@ pub fn check(
         }
         by_name.insert(name, t);
 
-        if name.chars().any(crate::diag::is_unsafe_char) {
+        if name.chars().any(crate::model::diag::is_unsafe_char) {
             diags.push(
                 Diagnostic::new(
                     Code::ControlCharacters,

@@ -2,8 +2,8 @@
 //! (OpenAI / ChatToolDefinition, MCP, Anthropic). Nothing here interprets names or schemas.
 
 use super::source::{pointer_segment, SourceFile};
-use crate::diag::{Code, Diagnostic, Diagnostics, Location};
-use crate::registry::McpAnnotations;
+use crate::model::diag::{Code, Diagnostic, Diagnostics, Location};
+use crate::model::registry::McpAnnotations;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -43,7 +43,7 @@ pub struct RawTool {
     pub output_pointer: String,
     pub annotations: Option<McpAnnotations>,
     /// The entry's pin (see [`crate::trust::pin`]), taken before anything is interpreted.
-    pub pin: crate::registry::ToolPin,
+    pub pin: crate::model::registry::ToolPin,
 }
 
 /// Everything read from a definitions folder.
@@ -297,7 +297,7 @@ fn take_tools(
                 Code::DuplicateKey,
                 format!(
                     "key `{}` appears twice in one object; the last value is used",
-                    crate::diag::escape_controls(&key.replace("~1", "/").replace("~0", "~"))
+                    crate::model::diag::escape_controls(&key.replace("~1", "/").replace("~0", "~"))
                 ),
             )
             .at(loaded.loc(idx, &pointer))
@@ -552,7 +552,7 @@ fn read_entry(
             .at(at(&format!("{body_ptr}/description")))
             .help("no model reads that much: shorten it; a third-party tool is quarantined"),
         );
-        crate::text::clip_chars(&description, LONG_DESCRIPTION_CHARS).to_string()
+        crate::model::text::clip_chars(&description, LONG_DESCRIPTION_CHARS).to_string()
     } else {
         description
     };

@@ -36,8 +36,8 @@ pub mod surfaces;
 pub mod tokens;
 mod tool_texts;
 
-use crate::diag::{self, Diagnostic, Diagnostics, Severity};
-use crate::registry::{Kind, QuarantinedTool, Registry};
+use crate::model::diag::{self, Diagnostic, Diagnostics, Severity};
+use crate::model::registry::{Kind, QuarantinedTool, Registry};
 use classify::{Classification, Classifier};
 use load::{Loaded, RawTool};
 use std::collections::{BTreeMap, BTreeSet};
@@ -392,7 +392,7 @@ fn compile_pass(
         poison::check(&tools, &loaded, &lo, memo, &mut diags);
         // Assembly checks examples, aliases and profiles; run it even after errors so one run
         // reports everything (unclassified tools are skipped), then discard the registry.
-        let op_locations: BTreeMap<String, crate::diag::Location> = tools
+        let op_locations: BTreeMap<String, crate::model::diag::Location> = tools
             .iter()
             .filter_map(|t| {
                 let op = t.class.as_ref()?.op.clone();
@@ -587,7 +587,7 @@ fn locate(diags: &mut Diagnostics, loaded: &Loaded) {
         .collect();
     let mut items = std::mem::take(diags).into_vec();
     let mut wanted: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    let needs = |l: &crate::diag::Location| l.line.is_none() && l.pointer.is_some();
+    let needs = |l: &crate::model::diag::Location| l.line.is_none() && l.pointer.is_some();
     for d in &items {
         let locs = d
             .location
@@ -657,14 +657,14 @@ pub fn unapproved_upstreams(
             }
             let up = spec.to_upstream(n);
             let why = approvals.why_not(n, &up)?;
-            let shown = crate::diag::escape_controls(n);
+            let shown = crate::model::diag::escape_controls(n);
             Some(
                 Diagnostic::new(
                     diag::Code::UpstreamUnapproved,
                     format!(
                         "[upstreams.{shown}] runs `{}`, which may not run here ({}); `serve` and `import --check` refuse to start it",
                         crate::trust::launch_line(&up),
-                        crate::diag::escape_controls(&why)
+                        crate::model::diag::escape_controls(&why)
                     ),
                 )
                 .at(lo.loc(name.span()))

@@ -6,7 +6,7 @@
 //! docs show properties in the order the author wrote them.
 
 use super::source::pointer_segment;
-use crate::diag::{Code, Diagnostic, Diagnostics, Location};
+use crate::model::diag::{Code, Diagnostic, Diagnostics, Location};
 use serde_json::{Map, Value};
 
 /// What a type name means in JSON Schema.
@@ -152,7 +152,7 @@ impl Normalizer<'_> {
     }
 
     fn recurse(&mut self, obj: &mut Map<String, Value>, ptr: &str) {
-        crate::schema::for_each_subschema_mut(obj, |suffix, sub| {
+        crate::model::schema::for_each_subschema_mut(obj, |suffix, sub| {
             self.node(sub, &format!("{ptr}{suffix}"))
         });
     }
@@ -529,7 +529,7 @@ impl Normalizer<'_> {
             None => false,
         });
         for name in missing {
-            let hint = match crate::diag::nearest(&name, props.iter().map(String::as_str)) {
+            let hint = match crate::model::diag::nearest(&name, props.iter().map(String::as_str)) {
                 Some(n) => format!(
                     "did you mean `{n}`? removed from `required`; fix the name in the definition"
                 ),

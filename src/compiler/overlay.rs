@@ -4,8 +4,8 @@
 //! Every table rejects unknown keys; the diagnostic names the key and the nearest valid one.
 //! Positions come from `toml::Spanned`, so semantic errors later point into the file too.
 
-use crate::diag::{nearest, Code, Diagnostic, Diagnostics, Location};
-use crate::registry::Kind;
+use crate::model::diag::{nearest, Code, Diagnostic, Diagnostics, Location};
+use crate::model::registry::Kind;
 use schemars08::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -170,11 +170,11 @@ pub struct UpstreamSpec {
 impl UpstreamSpec {
     /// The registry's form of this entry (environment names sorted, once each): what
     /// `serve` runs, and what an approval's digest covers.
-    pub fn to_upstream(&self, name: &str) -> crate::registry::Upstream {
+    pub fn to_upstream(&self, name: &str) -> crate::model::registry::Upstream {
         let mut env = self.env.clone();
         env.sort();
         env.dedup();
-        crate::registry::Upstream {
+        crate::model::registry::Upstream {
             file: format!("{name}.mcp.json"),
             command: self.command.clone(),
             args: self.args.clone(),

@@ -12,7 +12,7 @@ use super::load::Loaded;
 use super::overlay::{LintLevel, LoadedOverlay};
 use super::tool_texts::{texts, Text, Walk};
 use super::Tool;
-use crate::diag::{Code, Diagnostic, Diagnostics, Severity};
+use crate::model::diag::{Code, Diagnostic, Diagnostics, Severity};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -58,7 +58,7 @@ pub enum CharClass {
 impl CharClass {
     /// The classes are diag's, which escapes the same characters wherever text is printed.
     pub fn contains(self, c: char) -> bool {
-        use crate::diag::{is_bidi_control, is_invisible, is_tag_char};
+        use crate::model::diag::{is_bidi_control, is_invisible, is_tag_char};
         match self {
             CharClass::Tag => is_tag_char(c),
             CharClass::Bidi => is_bidi_control(c),
@@ -211,7 +211,7 @@ fn evidence(text: &str, at: std::ops::Range<usize>) -> String {
     }
     // Hidden characters are shown as escapes by the diagnostic printer; make them visible in
     // JSON and SARIF too.
-    crate::diag::escape_controls(&s)
+    crate::model::diag::escape_controls(&s)
 }
 
 /// Words that make a sentence an order (the shadowing rule looks only at such sentences).
@@ -289,7 +289,7 @@ fn findings(
                 .map(|(w, sentence)| {
                     format!(
                         "`{}` in \"{}\"",
-                        crate::diag::escape_controls(w),
+                        crate::model::diag::escape_controls(w),
                         evidence(sentence, 0..0)
                     )
                 }),

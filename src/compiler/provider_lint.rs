@@ -10,8 +10,8 @@
 use super::overlay::LoadedOverlay;
 use crate::compiler::report::surface_size;
 use crate::compiler::surfaces;
-use crate::diag::{Code, Diagnostic, Diagnostics, Location};
-use crate::registry::Registry;
+use crate::model::diag::{Code, Diagnostic, Diagnostics, Location};
+use crate::model::registry::Registry;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -157,7 +157,7 @@ fn check_schema(op: &str, parameters: &Value, at: &Location, diags: &mut Diagnos
                 .help("providers require an object at the top: wrap the value in a property, e.g. {\"type\":\"object\",\"properties\":{\"value\":{...}}}"),
         );
     }
-    if let Some(constraint) = crate::schema::top_level_constraint(parameters) {
+    if let Some(constraint) = crate::model::schema::top_level_constraint(parameters) {
         diags.push(
             Diagnostic::new(
                 Code::SurfaceProjection,

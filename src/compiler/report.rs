@@ -9,9 +9,9 @@ use crate::compiler::memo::Memo;
 use crate::compiler::surfaces::{self, ToolDef};
 use crate::compiler::tokens::{page_sizes, sizes_with};
 pub use crate::compiler::tokens::{sizes_of, split_at_stamps, Size, Tokens};
-use crate::help::HelpDoc;
+use crate::model::help::HelpDoc;
 use crate::model::help::{compact_json, PageTexts};
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -146,7 +146,7 @@ pub fn build_memo(reg: &Registry, help: &PageTexts, memo: Option<&Memo>) -> Valu
     let mut full_entry = full.json();
     full_entry["tools"] = json!(direct.len());
     let mut report = json!({
-        "generator": crate::registry::GENERATOR,
+        "generator": crate::model::registry::GENERATOR,
         "registry_version": reg.registry_version,
         "measured_as": "compact JSON of the tools array a provider receives; help pages as compact JSON",
         "full_catalog": full_entry,
@@ -188,7 +188,7 @@ pub fn disclosure(
     reg: &Registry,
     help: &PageTexts,
     file: impl Fn(&str) -> Option<String>,
-    codemode_path: impl Fn(&crate::registry::OpRecord) -> [String; 3],
+    codemode_path: impl Fn(&crate::model::registry::OpRecord) -> [String; 3],
 ) -> Value {
     let t = Tokens::get();
     let mut counted: HashMap<String, usize> = HashMap::new();
@@ -274,7 +274,7 @@ pub fn render_text(report: &Value) -> String {
     if let Some(path) = largest["path"].as_str() {
         out.push_str(&format!(
             "largest help page: {} ({}), {} o200k\n",
-            crate::diag::escape_controls(path),
+            crate::model::diag::escape_controls(path),
             largest["format"].as_str().unwrap_or_default(),
             largest["o200k"]
         ));
@@ -313,10 +313,10 @@ pub fn render_text(report: &Value) -> String {
         for t in q {
             out.push_str(&format!(
                 "  {} ({} {}): {}\n",
-                crate::diag::escape_controls(t["tool_name"].as_str().unwrap_or_default()),
+                crate::model::diag::escape_controls(t["tool_name"].as_str().unwrap_or_default()),
                 t["file"].as_str().unwrap_or_default(),
                 t["pointer"].as_str().unwrap_or_default(),
-                crate::diag::escape_controls(t["reason"].as_str().unwrap_or_default()),
+                crate::model::diag::escape_controls(t["reason"].as_str().unwrap_or_default()),
             ));
         }
     }

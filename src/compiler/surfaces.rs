@@ -9,7 +9,7 @@
 //!
 //! The surfaces emitter writes these, the provider lints check them, the report counts them.
 
-use crate::registry::{OpRecord, Registry};
+use crate::model::registry::{OpRecord, Registry};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
@@ -79,9 +79,9 @@ impl serde::Serialize for ChatTools<'_> {
 /// refuse) is sent as its projection, one object, and the description says the constraint;
 /// exec still validates against the schema as written.
 fn direct_def(r: &OpRecord, description: String) -> ToolDef<'_> {
-    match crate::schema::provider_projection(&r.parameters_schema) {
+    match crate::model::schema::provider_projection(&r.parameters_schema) {
         Some(parameters) => {
-            let constraint = crate::schema::top_level_constraint(&r.parameters_schema);
+            let constraint = crate::model::schema::top_level_constraint(&r.parameters_schema);
             let description = match constraint {
                 Some(c) if description.is_empty() => c,
                 Some(c) => format!("{} {c}", description.trim_end()),
@@ -164,7 +164,7 @@ pub fn deferred_description(reg: &Registry, r: &OpRecord) -> String {
 pub fn strip_descriptions(schema: &mut Value) {
     let Value::Object(node) = schema else { return };
     node.shift_remove("description");
-    crate::schema::for_each_subschema_mut(node, |_, sub| strip_descriptions(sub));
+    crate::model::schema::for_each_subschema_mut(node, |_, sub| strip_descriptions(sub));
 }
 
 fn groups(reg: &Registry) -> Vec<&str> {
@@ -189,7 +189,7 @@ pub fn sample_op(reg: &Registry) -> Option<&OpRecord> {
     let visible = || reg.ops.values().filter(|r| !r.hidden);
     visible()
         .find(|r| {
-            r.kind == crate::registry::Kind::Read
+            r.kind == crate::model::registry::Kind::Read
                 && r.examples
                     .first()
                     .is_some_and(|e| e.args.as_object().is_some_and(|a| !a.is_empty()))

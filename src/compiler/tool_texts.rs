@@ -126,7 +126,7 @@ impl<'a> Walk<'a> {
                                     what: if placed {
                                         format!(
                                             "argument name `{}`",
-                                            crate::diag::escape_controls(&path)
+                                            crate::model::diag::escape_controls(&path)
                                         )
                                     } else {
                                         String::new()

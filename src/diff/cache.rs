@@ -7,7 +7,7 @@
 use crate::compiler::surfaces::{self, ToolDef};
 use crate::compiler::tokens::Tokens;
 use crate::emit::help as help_emit;
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -150,8 +150,8 @@ fn touched_paths(old: &Registry, new: &Registry) -> Option<BTreeSet<String>> {
     if old.name != new.name || old.description != new.description || old.gateway != new.gateway {
         return None;
     }
-    let mut paths: BTreeSet<String> = BTreeSet::from([crate::help::ROOT.to_string()]);
-    let mut add_op = |r: &crate::registry::OpRecord| {
+    let mut paths: BTreeSet<String> = BTreeSet::from([crate::model::help::ROOT.to_string()]);
+    let mut add_op = |r: &crate::model::registry::OpRecord| {
         paths.insert(r.op.clone());
         paths.insert(r.group.clone());
         if let Some(e) = &r.entity {

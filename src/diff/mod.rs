@@ -14,7 +14,7 @@ pub mod render;
 mod schema;
 pub mod security;
 
-use crate::registry::{Kind, OpRecord, Registry};
+use crate::model::registry::{Kind, OpRecord, Registry};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -307,7 +307,7 @@ fn compare_op(old: &Registry, new: &Registry, o: &OpRecord, n: &OpRecord, out: &
         );
     }
     // Profiles: by name, in the old and the new registry (their op lists are sorted).
-    let has = |p: &crate::registry::Profile, op: &str| {
+    let has = |p: &crate::model::registry::Profile, op: &str| {
         p.ops.binary_search_by(|x| x.as_str().cmp(op)).is_ok()
     };
     for (name, p) in &old.profiles {
@@ -344,7 +344,7 @@ fn is_zero(n: &usize) -> bool {
 fn compare_upstreams(old: &Registry, new: &Registry, out: &mut Vec<Finding>) {
     use crate::trust::launch_line;
     for (name, n) in &new.upstreams {
-        let at = format!("[upstreams.{}]", crate::diag::escape_controls(name));
+        let at = format!("[upstreams.{}]", crate::model::diag::escape_controls(name));
         let pointer = format!("/upstreams/{}", name.replace('~', "~0").replace('/', "~1"));
         match old.upstreams.get(name) {
             None => out.push(finding(
@@ -375,7 +375,7 @@ fn compare_upstreams(old: &Registry, new: &Registry, out: &mut Vec<Finding>) {
         if !new.upstreams.contains_key(name) {
             out.push(finding(
                 DiffCode::UpstreamRemoved,
-                &format!("[upstreams.{}]", crate::diag::escape_controls(name)),
+                &format!("[upstreams.{}]", crate::model::diag::escape_controls(name)),
                 format!("/upstreams/{}", name.replace('~', "~0").replace('/', "~1")),
                 format!("no longer runs `{}`", launch_line(o)),
             ));

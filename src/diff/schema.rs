@@ -290,7 +290,7 @@ impl SchemaDiff<'_> {
                 .unwrap_or(&empty),
         );
         let required = |s: &Value| -> BTreeSet<String> {
-            crate::schema::required(s)
+            crate::model::schema::required(s)
                 .into_iter()
                 .map(str::to_owned)
                 .collect()

@@ -10,7 +10,7 @@
 //!   characters are folded, or one edit from a tool removed in the same change).
 
 use super::{finding, DiffCode, Finding};
-use crate::registry::{Kind, OpRecord, Registry};
+use crate::model::registry::{Kind, OpRecord, Registry};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -104,7 +104,7 @@ fn widened(o: &OpRecord, n: &OpRecord, out: &mut Vec<Finding>) {
                     ),
                     format!(
                         "a read op gained the free-text argument `{}`: a channel to send data out through",
-                        crate::diag::escape_controls(&name)
+                        crate::model::diag::escape_controls(&name)
                     ),
                 );
             }
@@ -166,8 +166,8 @@ fn lookalikes(old: &Registry, new: &Registry, out: &mut Vec<Finding>) {
                 "/tool_name".into(),
                 format!(
                     "added tool `{}`: {how} `{}`; a model may take one for the other",
-                    crate::diag::escape_controls(name),
-                    crate::diag::escape_controls(other)
+                    crate::model::diag::escape_controls(name),
+                    crate::model::diag::escape_controls(other)
                 ),
             ));
         }

@@ -9,8 +9,8 @@
 //! string) with HTML escaping off (this is markdown).
 
 use super::FileMap;
-use crate::diag::{Code, Diagnostic, Diagnostics, Location};
-use crate::registry::{OpRecord, Registry};
+use crate::model::diag::{Code, Diagnostic, Diagnostics, Location};
+use crate::model::registry::{OpRecord, Registry};
 use handlebars::Handlebars;
 use serde_json::{json, Value};
 use std::path::Path;

@@ -3,7 +3,7 @@
 
 use super::FileMap;
 use crate::model::lookup::{Lookup, FILE};
-use crate::registry::{Registry, GENERATOR};
+use crate::model::registry::{Registry, GENERATOR};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;

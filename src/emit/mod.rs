@@ -20,9 +20,9 @@ pub mod typescript;
 pub mod vectors;
 pub mod zod;
 
-use crate::canonical::to_pretty;
-use crate::diag::Diagnostics;
-use crate::registry::Registry;
+use crate::model::canonical::to_pretty;
+use crate::model::diag::Diagnostics;
+use crate::model::registry::Registry;
 use outputs::{Artifacts as _, Outputs};
 use std::collections::BTreeMap;
 
@@ -304,7 +304,7 @@ pub(crate) struct OpDigests(std::collections::HashMap<String, [u8; 32]>);
 
 impl OpDigests {
     fn of(reg: &Registry) -> OpDigests {
-        let digest = |r: &crate::registry::OpRecord| {
+        let digest = |r: &crate::model::registry::OpRecord| {
             let mut h = blake3::Hasher::new();
             crate::model::canonical::hash_json(&mut h, r);
             *h.finalize().as_bytes()
@@ -331,7 +331,7 @@ impl PageMemo<'_> {
     pub(crate) fn page(
         &self,
         step: &str,
-        r: &crate::registry::OpRecord,
+        r: &crate::model::registry::OpRecord,
         context: &[&str],
         version: &str,
         compute: impl FnOnce() -> String,
@@ -348,7 +348,7 @@ impl PageMemo<'_> {
     pub(crate) fn unstamped_page(
         &self,
         step: &str,
-        r: &crate::registry::OpRecord,
+        r: &crate::model::registry::OpRecord,
         context: &[&str],
         compute: impl FnOnce() -> String,
     ) -> String {
@@ -360,7 +360,7 @@ impl PageMemo<'_> {
 
     /// The memo input of op `r`'s page: the op's digest, then each part of `context`
     /// length-prefixed, so no two contexts read the same.
-    fn input(&self, r: &crate::registry::OpRecord, context: &[&str]) -> Option<Vec<u8>> {
+    fn input(&self, r: &crate::model::registry::OpRecord, context: &[&str]) -> Option<Vec<u8>> {
         let digest = self.digests.0.get(&r.op)?;
         let mut input = digest.to_vec();
         for part in context {
@@ -442,7 +442,7 @@ pub fn emit_outputs(
                 codemode::path_to,
             );
         }
-        let text = to_pretty(&crate::canonical::sort_keys(&report));
+        let text = to_pretty(&crate::model::canonical::sort_keys(&report));
         outputs.insert(report::FILE.to_string(), text);
     }
     // With both files, where each op and page lies in them (cold help and exec read one).

@@ -2,8 +2,8 @@
 //! `parameters_schema`, which keeps its declared property order for docs.
 
 use super::FileMap;
-use crate::canonical::{CanonicalRegistry, RegistryForm};
-use crate::registry::Registry;
+use crate::model::canonical::{CanonicalRegistry, RegistryForm};
+use crate::model::registry::Registry;
 
 pub const FILE: &str = "registry.json";
 

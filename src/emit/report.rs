@@ -1,8 +1,8 @@
 //! `report.json`: sizes and token counts of every surface and of the help pages.
 
 use super::FileMap;
-use crate::canonical::{sort_keys, to_pretty};
-use crate::registry::Registry;
+use crate::model::canonical::{sort_keys, to_pretty};
+use crate::model::registry::Registry;
 
 pub const FILE: &str = "report.json";
 

@@ -3,7 +3,7 @@
 
 use super::FileMap;
 use crate::compiler::surfaces::{self, ToolDef};
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 
 fn file(reg: &Registry, surface: &str, defs: &[ToolDef]) -> String {
     // Key order is written out on purpose: the stamp first, the tools last, each tool as a
@@ -19,7 +19,7 @@ fn file(reg: &Registry, surface: &str, defs: &[ToolDef]) -> String {
     }
     let mut text = serde_json::to_string_pretty(&File {
         generated: "by toolreg from the tool definitions; do not edit",
-        generator: crate::registry::GENERATOR,
+        generator: crate::model::registry::GENERATOR,
         registry_version: &reg.registry_version,
         surface,
         tools: surfaces::ChatTools(defs),

@@ -8,7 +8,7 @@
 //! `ExecCall<O>`.
 
 use super::FileMap;
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 use heck::ToUpperCamelCase;
 use serde_json::Value;
 
@@ -213,7 +213,7 @@ impl Ctx<'_> {
 }
 
 /// The argument types of one op: its `$defs` as named types, then `{stem}Args`.
-pub(super) fn op_declarations(r: &crate::registry::OpRecord, stem: &str) -> String {
+pub(super) fn op_declarations(r: &crate::model::registry::OpRecord, stem: &str) -> String {
     declarations(
         &r.parameters_schema,
         stem,
@@ -227,7 +227,7 @@ pub(super) fn op_declarations(r: &crate::registry::OpRecord, stem: &str) -> Stri
 
 /// The declared result of one op (MCP `outputSchema`), as `{stem}Result` (its `$defs` named
 /// `{stem}Result{Def}`); empty when the op declares none.
-pub(super) fn result_declarations(r: &crate::registry::OpRecord, stem: &str) -> String {
+pub(super) fn result_declarations(r: &crate::model::registry::OpRecord, stem: &str) -> String {
     match &r.output_schema {
         Some(schema) => declarations(
             schema,
@@ -301,7 +301,7 @@ fn generate_with(reg: &Registry, memo: Option<&super::PageMemo>) -> String {
         reg.name, reg.registry_version
     );
     o.push_str(&format!("/** The registry these bindings were generated from. */\nexport const REGISTRY_VERSION = {:?} as const;\n\n", reg.registry_version));
-    let all: Vec<&crate::registry::OpRecord> = reg.ops.values().collect();
+    let all: Vec<&crate::model::registry::OpRecord> = reg.ops.values().collect();
     let stems = super::rust::stems(&all);
     for (r, stem) in all.iter().zip(&stems) {
         let declare = || op_declarations(r, stem) + &result_declarations(r, stem);
@@ -390,7 +390,7 @@ pub(crate) fn emit(reg: &Registry, memo: Option<&super::PageMemo>) -> FileMap {
 mod tests {
     use super::super::{emit_with, Emitter, Settings};
     use crate::compiler::memo::Memo;
-    use crate::diag::Diagnostics;
+    use crate::model::diag::Diagnostics;
     use crate::model::registry::Registry;
     use std::sync::Arc;
 

@@ -3,8 +3,8 @@
 //! their vectors, so a rebuild after one edit embeds one op.
 
 use super::FileMap;
-use crate::diag::{Code, Diagnostic, Diagnostics};
-use crate::registry::Registry;
+use crate::model::diag::{Code, Diagnostic, Diagnostics};
+use crate::model::registry::Registry;
 use crate::semantic::{self, VectorFile};
 use std::path::Path;
 

@@ -157,7 +157,7 @@ pub enum RegistryForm {
 }
 
 pub struct CanonicalRegistry<'a> {
-    pub registry: &'a crate::registry::Registry,
+    pub registry: &'a crate::model::registry::Registry,
     pub form: RegistryForm,
 }
 
@@ -198,14 +198,14 @@ impl serde::Serialize for CanonicalRegistry<'_> {
 }
 
 /// The registry without its ops, for the header.
-struct HeaderOf<'a>(&'a crate::registry::Registry);
+struct HeaderOf<'a>(&'a crate::model::registry::Registry);
 
 impl serde::Serialize for HeaderOf<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let r = self.0;
         // Destructured so a new Registry field fails to compile here until it is serialized.
-        let crate::registry::Registry {
+        let crate::model::registry::Registry {
             name,
             description,
             generator,
@@ -260,7 +260,7 @@ impl serde::Serialize for HeaderOf<'_> {
 }
 
 struct Ops<'a> {
-    registry: &'a crate::registry::Registry,
+    registry: &'a crate::model::registry::Registry,
     keep: &'a [&'a str],
     hashed: bool,
 }
@@ -289,7 +289,7 @@ impl serde::Serialize for Ops<'_> {
 /// [`Sorted`] with the same `keep`. A unit test proves the bytes equal the value's for every op
 /// of the repo's catalogs and for a record with every field set.
 struct CanonicalOp<'a> {
-    op: &'a crate::registry::OpRecord,
+    op: &'a crate::model::registry::OpRecord,
     keep: &'a [&'a str],
     hashed: bool,
 }
@@ -330,7 +330,7 @@ impl serde::Serialize for CanonicalOp<'_> {
         use serde::ser::SerializeMap;
         // Destructured so a new field fails to compile here until it is written (and the unit
         // test then checks its place in the order).
-        let crate::registry::OpRecord {
+        let crate::model::registry::OpRecord {
             op,
             tool_name,
             provider_name,
@@ -434,14 +434,14 @@ impl serde::Serialize for CanonicalOp<'_> {
 }
 
 struct CanonicalArg<'a> {
-    arg: &'a crate::registry::Arg,
+    arg: &'a crate::model::registry::Arg,
     op: &'a CanonicalOp<'a>,
 }
 
 impl serde::Serialize for CanonicalArg<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let crate::registry::Arg {
+        let crate::model::registry::Arg {
             name,
             type_,
             required,
@@ -472,14 +472,14 @@ impl serde::Serialize for CanonicalArg<'_> {
 }
 
 struct CanonicalExample<'a> {
-    example: &'a crate::registry::Example,
+    example: &'a crate::model::registry::Example,
     op: &'a CanonicalOp<'a>,
 }
 
 impl serde::Serialize for CanonicalExample<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let crate::registry::Example {
+        let crate::model::registry::Example {
             description,
             args,
             origin,
@@ -492,12 +492,12 @@ impl serde::Serialize for CanonicalExample<'_> {
     }
 }
 
-struct CanonicalAnnotations<'a>(&'a crate::registry::McpAnnotations);
+struct CanonicalAnnotations<'a>(&'a crate::model::registry::McpAnnotations);
 
 impl serde::Serialize for CanonicalAnnotations<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let crate::registry::McpAnnotations {
+        let crate::model::registry::McpAnnotations {
             title,
             read_only_hint,
             destructive_hint,
@@ -549,7 +549,7 @@ mod tests {
     #[cfg(feature = "compiler")]
     #[test]
     fn canonical_op_writes_what_the_sorted_value_does() {
-        use crate::registry::{McpAnnotations, Origin, Policy, ToolPin};
+        use crate::model::registry::{McpAnnotations, Origin, Policy, ToolPin};
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut ops = Vec::new();
         for dir in [
@@ -587,7 +587,7 @@ mod tests {
             digest: "b3:x".into(),
             parts: [("name".to_string(), "b3:y".to_string())].into(),
         });
-        full.args.push(crate::registry::Arg {
+        full.args.push(crate::model::registry::Arg {
             name: "n".into(),
             type_: "object".into(),
             required: false,
@@ -596,7 +596,7 @@ mod tests {
             range: Some("1..5".into()),
             description: "an argument".into(),
         });
-        full.examples.push(crate::registry::Example {
+        full.examples.push(crate::model::registry::Example {
             description: "x".into(),
             args: json!({"z": 1, "output_schema": {"b": 1, "a": 2}, "a": [{"y": 1, "x": 2}]}),
             origin: Origin::Derived,

@@ -5,7 +5,7 @@
 //! adds the op's JSON Schema (from the registry). An unknown path never answers a bare "not
 //! found": it returns the closest paths and the root's groups.
 
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -269,14 +269,14 @@ impl HelpDoc {
     /// The page for a request. Paths are matched exactly, then as a tool name (the answer says
     /// which path it served); anything else gets an `UNKNOWN_PATH` answer with the closest paths.
     pub fn lookup(&self, reg: &Registry, req: &HelpRequest) -> Arc<Value> {
-        if crate::text::over_name_limit(&req.path) {
+        if crate::model::text::over_name_limit(&req.path) {
             // Longer than any page name: unknown at once, without a closest search.
             return Arc::new(self.unknown_without_suggestions(reg, &req.path));
         }
         let with_cursor;
         let asked = match req.cursor.as_deref().map(str::trim) {
             // A cursor names a page of the path (`2`, or the whole `root@2` a page gave).
-            Some(c) if !c.is_empty() && !crate::text::over_name_limit(c) => {
+            Some(c) if !c.is_empty() && !crate::model::text::over_name_limit(c) => {
                 let c = c.rsplit('@').next().unwrap_or(c);
                 let base = req.path.trim();
                 let base = if base.is_empty() { ROOT } else { base };
@@ -368,7 +368,7 @@ impl HelpDoc {
     /// characters: for a name too long to look up, or one the caller may not see.
     pub fn unknown_without_suggestions(&self, reg: &Registry, asked: &str) -> Value {
         let asked = asked.trim();
-        let cut = crate::text::clip_chars(asked, 64);
+        let cut = crate::model::text::clip_chars(asked, 64);
         let shown = if cut.len() < asked.len() {
             format!("{cut}…")
         } else {
@@ -390,7 +390,7 @@ impl HelpDoc {
         asked: &str,
         visible: &dyn Fn(&str) -> bool,
     ) -> Value {
-        if crate::text::over_name_limit(asked) {
+        if crate::model::text::over_name_limit(asked) {
             return self.unknown_without_suggestions(reg, asked);
         }
         let asked = asked.trim();

@@ -6,7 +6,7 @@
 //! (`onto.tasks.list`) or a missing group (`task.list`) when exactly one op fits. exec never
 //! guesses: running a guessed op could run the wrong write.
 
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 
 /// How an input was resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,9 +9,9 @@
 
 use super::envelope::fail;
 use super::{codes, Envelope, ExecCall, Gateway, Meta, Scope};
-use crate::help::HelpRequest;
-use crate::registry::Kind;
-use crate::resolve::resolve_exec;
+use crate::model::help::HelpRequest;
+use crate::model::registry::Kind;
+use crate::model::resolve::resolve_exec;
 use serde_json::{json, Value};
 
 /// The most items one batch may hold.
@@ -64,7 +64,7 @@ impl Batch {
                     "pointer": pointer,
                     "message": message,
                 }], "max_items": MAX_ITEMS}),
-                crate::help::ROOT,
+                crate::model::help::ROOT,
             );
             BatchRefused(Box::new(Envelope {
                 op: failure.op,
@@ -87,9 +87,9 @@ impl Batch {
                     return Err(refuse(
                         format!(
                             "`{}` is not a batch field; send {{\"items\": [...], \"stop_on_error\": true}}",
-                            crate::diag::escape_controls(crate::text::clip_chars(k, 64))
+                            crate::model::diag::escape_controls(crate::model::text::clip_chars(k, 64))
                         ),
-                        &format!("/{}", crate::text::clip_chars(k, 64)),
+                        &format!("/{}", crate::model::text::clip_chars(k, 64)),
                     ));
                 }
                 let stop = match o.get("stop_on_error") {
@@ -202,7 +202,7 @@ impl Batch {
 
 /// A caller's kind name, bounded and escaped for a message.
 fn kind_label(kind: &str) -> String {
-    crate::diag::escape_controls(crate::text::clip_chars(kind, 64))
+    crate::model::diag::escape_controls(crate::model::text::clip_chars(kind, 64))
 }
 
 /// What a batch answers: each item's answer in order, and whether all succeeded.

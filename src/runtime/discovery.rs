@@ -7,7 +7,7 @@
 //! string (`"onto.task"`) is accepted too. Tool ids are ops.
 
 use super::{Gateway, Scope};
-use crate::registry::OpRecord;
+use crate::model::registry::OpRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -103,11 +103,15 @@ impl Gateway {
 
     fn unknown_path(&self, segs: &[String]) -> Value {
         let asked = segs.join(".");
-        let closest =
-            crate::diag::ranked(&asked, self.node_paths().iter().map(String::as_str), 3, 0.0)
-                .into_iter()
-                .map(str::to_owned)
-                .collect::<Vec<_>>();
+        let closest = crate::model::diag::ranked(
+            &asked,
+            self.node_paths().iter().map(String::as_str),
+            3,
+            0.0,
+        )
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
         let next = match closest.first() {
             Some(c) => format!("list with path {:?}", c.split('.').collect::<Vec<_>>()),
             None => "list with path [] to see the root".into(),
@@ -341,9 +345,9 @@ impl Gateway {
     /// seed 001 `expand_tool`: the full argument schema of one tool.
     pub fn expand_tool(&self, tool_id: &str, scope: &Scope) -> Value {
         let reg = self.registry();
-        let Some((op, _)) = crate::resolve::resolve_exec(reg, tool_id) else {
+        let Some((op, _)) = crate::model::resolve::resolve_exec(reg, tool_id) else {
             let visible = self.visible(scope);
-            let closest: Vec<String> = crate::diag::ranked(
+            let closest: Vec<String> = crate::model::diag::ranked(
                 tool_id,
                 reg.ops
                     .values()

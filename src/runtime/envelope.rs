@@ -3,7 +3,7 @@
 //! always holds `field_errors`) and a `help_path`.
 
 use super::validate::FieldError;
-use crate::registry::OpRecord;
+use crate::model::registry::OpRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 

@@ -141,7 +141,7 @@ pub fn run_ranked(
                 "line {i}: expected `{bad}` is not an op or tool name in this registry"
             ));
         }
-        let visible = |r: &crate::registry::OpRecord| !r.hidden;
+        let visible = |r: &crate::model::registry::OpRecord| !r.hidden;
         let ranked = if lexical {
             gw.rank_lexical(&l.query, &visible)
         } else {

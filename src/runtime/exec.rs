@@ -6,8 +6,8 @@
 use super::envelope::{fail, fail_fields, Done, Failure};
 use super::validate::{self, FieldError};
 use super::{codes, idempotency, Envelope, ErrorBody, Gateway, Meta, Scope};
-use crate::registry::{Kind, OpRecord};
-use crate::resolve::{resolve_exec, resolve_forgiving};
+use crate::model::registry::{Kind, OpRecord};
+use crate::model::resolve::{resolve_exec, resolve_forgiving};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::time::Instant;
@@ -150,7 +150,7 @@ impl Gateway {
     ) -> Result<(String, Value), Failure> {
         let reg = &self.registry;
         // 1. Resolve (a name longer than any op is unknown without further work).
-        let resolved = if crate::text::over_name_limit(&call.op) {
+        let resolved = if crate::model::text::over_name_limit(&call.op) {
             None
         } else {
             resolve_exec(reg, &call.op)
@@ -462,7 +462,7 @@ impl Gateway {
     fn not_found(&self, input: &str, scope: &Scope) -> Failure {
         let reg = &self.registry;
         // Suggestions and the echo work on a bounded prefix of what the caller sent.
-        let input = crate::text::clip_chars(input, crate::text::MAX_NAME_INPUT_CHARS);
+        let input = crate::model::text::clip_chars(input, crate::model::text::MAX_NAME_INPUT_CHARS);
         let in_scope = |r: &OpRecord| scope.contains(r) && !r.hidden;
         let mut candidates: Vec<String> = Vec::new();
         if let Some((op, _)) =
@@ -486,7 +486,7 @@ impl Gateway {
                 Some(e) => format!("{}.{e}", r.group),
                 None => r.group.clone(),
             })
-            .unwrap_or_else(|| crate::help::ROOT.to_string());
+            .unwrap_or_else(|| crate::model::help::ROOT.to_string());
         let message = if input.trim().is_empty() {
             "no op given; pass `op`, e.g. one from search or help".to_string()
         } else {

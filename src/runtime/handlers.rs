@@ -2,7 +2,7 @@
 //! sync, or taking a typed argument struct), keyed by op whatever name it was registered by.
 
 use super::{Gateway, GatewayError, HandlerError};
-use crate::resolve::resolve_exec;
+use crate::model::resolve::resolve_exec;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;

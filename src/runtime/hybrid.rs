@@ -3,7 +3,7 @@
 //! `SearchIndex::rank_fused`). Query embeddings are kept in a small LRU cache: a model asks the
 //! same question again after a failed call.
 
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 use crate::semantic::{Encoder, OpVectors, VectorFile};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};

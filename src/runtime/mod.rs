@@ -27,9 +27,9 @@ pub use exec::{ExecCall, MAX_ARGS_DEPTH};
 pub use handlers::HandlerFuture;
 pub use scope::Scope;
 
-use crate::help::{HelpDoc, HelpRequest};
-use crate::registry::{OpRecord, Registry};
-use crate::resolve::resolve_forgiving;
+use crate::model::help::{HelpDoc, HelpRequest};
+use crate::model::registry::{OpRecord, Registry};
+use crate::model::resolve::resolve_forgiving;
 use search::{SearchIndex, SearchRequest, SearchResponse};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -79,7 +79,7 @@ impl Default for Options {
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
     #[error(transparent)]
-    Registry(#[from] crate::registry::LoadError),
+    Registry(#[from] crate::model::registry::LoadError),
     #[error("help.json is not valid: {0}")]
     Help(serde_json::Error),
     #[error(
@@ -301,7 +301,7 @@ impl Gateway {
     /// From a folder `toolreg build` wrote (`registry.json` and `help.json`).
     /// A folder holding an interrupted build is refused ([`GatewayError::Interrupted`]).
     pub fn from_dir(dir: impl AsRef<std::path::Path>) -> Result<Gateway, GatewayError> {
-        if crate::registry::interrupted_commit(dir.as_ref()) {
+        if crate::model::registry::interrupted_commit(dir.as_ref()) {
             return Err(GatewayError::Interrupted {
                 dir: dir.as_ref().display().to_string(),
             });
@@ -377,7 +377,7 @@ impl Gateway {
     /// (`onto.tasks.list`, `task.list`) resolve; the answer says which path it served.
     pub fn help(&self, req: &HelpRequest) -> Arc<Value> {
         let page = self.help.lookup(&self.registry, req);
-        if page.get("error").is_none() || crate::text::over_name_limit(&req.path) {
+        if page.get("error").is_none() || crate::model::text::over_name_limit(&req.path) {
             return page;
         }
         match resolve_forgiving(&self.registry, &req.path) {
@@ -465,7 +465,7 @@ impl Gateway {
     pub fn search_view(&self, req: &SearchRequest, view: &ViewIndex) -> SearchResponse {
         let cut = self.search_limits.max_query_chars;
         let semantic = self
-            .semantic(crate::text::clip_chars(&req.query, cut))
+            .semantic(crate::model::text::clip_chars(&req.query, cut))
             .map(|(sims, w)| {
                 let picked: Vec<f32> = view
                     .positions
@@ -489,7 +489,7 @@ impl Gateway {
 
     pub fn search_in(&self, req: &SearchRequest, scope: &Scope) -> SearchResponse {
         let cut = self.index().limits().max_query_chars;
-        let semantic = self.semantic(crate::text::clip_chars(&req.query, cut));
+        let semantic = self.semantic(crate::model::text::clip_chars(&req.query, cut));
         self.index().search_fused(
             &self.registry,
             req,
@@ -541,10 +541,10 @@ impl Gateway {
         asked: &str,
         scope: &Scope,
     ) -> Option<crate::model::operation::OperationSpec> {
-        if crate::text::over_name_limit(asked) {
+        if crate::model::text::over_name_limit(asked) {
             return None;
         }
-        let (op, _) = crate::resolve::resolve_exec(&self.registry, asked)?;
+        let (op, _) = crate::model::resolve::resolve_exec(&self.registry, asked)?;
         let r = &self.registry.ops[op];
         scope.contains(r).then(|| crate::model::operation::spec(r))
     }

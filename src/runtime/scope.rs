@@ -1,7 +1,7 @@
 //! Scopes: which ops a call may run (all, read-only, an explicit list, an overlay profile), and
 //! why one is refused.
 
-use crate::registry::{Kind, OpRecord, Registry};
+use crate::model::registry::{Kind, OpRecord, Registry};
 use std::collections::BTreeSet;
 
 /// Which ops a call may run.

@@ -62,7 +62,7 @@ pub fn closest_property<'a>(
     if let Some(same) = names.clone().into_iter().find(|n| squash(n) == sq) {
         return Some(same);
     }
-    crate::diag::nearest(unknown, names)
+    crate::model::diag::nearest(unknown, names)
 }
 
 fn type_hint(value: Option<&Value>, expected: &Value) -> Option<String> {
@@ -114,7 +114,7 @@ const MAX_NAME_CHARS: usize = 64;
 pub fn unknown_arguments(schema: &Value, args: &Value) -> Vec<UnknownArgument> {
     let mut out = Vec::new();
     // Arguments of a top-level anyOf/oneOf/allOf's alternatives are known arguments too.
-    let projected = crate::schema::provider_projection(schema);
+    let projected = crate::model::schema::provider_projection(schema);
     walk_unknown(
         projected.as_ref().unwrap_or(schema),
         args,
@@ -130,7 +130,7 @@ pub fn unknown_arguments(schema: &Value, args: &Value) -> Vec<UnknownArgument> {
 /// and no `patternProperties`): what a handler or an upstream would otherwise receive
 /// unchecked. Returns the pointers removed, in the form [`unknown_arguments`] reports them.
 pub fn strip_undeclared(schema: &Value, args: &mut Value) -> std::collections::BTreeSet<String> {
-    let projected = crate::schema::provider_projection(schema);
+    let projected = crate::model::schema::provider_projection(schema);
     let mut out = std::collections::BTreeSet::new();
     strip_walk(
         projected.as_ref().unwrap_or(schema),
@@ -231,7 +231,7 @@ fn walk_unknown(
         return;
     }
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
-    let required = crate::schema::required(schema);
+    let required = crate::model::schema::required(schema);
     for (key, value) in obj {
         if out.len() >= MAX_UNKNOWN_REPORTED {
             return;

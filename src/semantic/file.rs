@@ -3,7 +3,7 @@
 //! the text its vector came from, so the previous file is the cache of the next build.
 
 use super::{op_phrasings, op_text, Encoder, ModelIdentity};
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 use serde::{Deserialize, Serialize};
 
 fn text_hash(text: &str) -> String {

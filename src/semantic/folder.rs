@@ -635,7 +635,7 @@ fn module_path(dir: &Path, rel: &str) -> Result<PathBuf, String> {
     let refuse = || {
         format!(
             "the module path `{}` reaches outside the model folder",
-            crate::diag::escape_controls(rel)
+            crate::model::diag::escape_controls(rel)
         )
     };
     if !inside {

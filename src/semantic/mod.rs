@@ -15,7 +15,7 @@ pub use bundled::Bundled;
 pub use file::{build, OpVectors, VectorEntry, VectorFile, FILE};
 pub use folder::Folder;
 
-use crate::registry::OpRecord;
+use crate::model::registry::OpRecord;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;

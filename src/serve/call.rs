@@ -3,7 +3,7 @@
 //! the answer as an MCP result (envelopes, forwarded results as they came, drift warnings).
 
 use super::{observe, Pool, Principal, Server, View};
-use crate::help::HelpRequest;
+use crate::model::help::HelpRequest;
 use crate::runtime::search::SearchRequest;
 use crate::runtime::{Envelope, ExecCall, HandlerError};
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -100,7 +100,7 @@ impl Server {
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool `{}`; tools/list names the tools of this server",
-                    crate::diag::escape_controls(name)
+                    crate::model::diag::escape_controls(name)
                 ),
                 None,
             ));
@@ -395,7 +395,7 @@ fn rate_limited(item: &crate::runtime::batch::BatchItem) -> Value {
         "code": super::codes::RATE_LIMITED,
         "message": "not run: this item is over the caller's requests per second (each batch item counts as one request)",
         "details": {"field_errors": []},
-        "help_path": crate::help::ROOT,
+        "help_path": crate::model::help::ROOT,
     }})
 }
 

@@ -10,7 +10,7 @@
 //! changed tools with a warning instead.
 
 use super::codes::{UPSTREAM_TOOL_CHANGED, UPSTREAM_UNAVAILABLE};
-use crate::registry::ToolPin;
+use crate::model::registry::ToolPin;
 use crate::runtime::HandlerError;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -117,7 +117,10 @@ impl DriftGate {
     }
 
     fn log(&self, line: Value) {
-        eprintln!("{}", crate::diag::escape_json_text(&line.to_string()));
+        eprintln!(
+            "{}",
+            crate::model::diag::escape_json_text(&line.to_string())
+        );
     }
 
     /// Whether a call of `tool` may go to `upstream` given `verdicts`: `Ok(None)` to forward,
@@ -128,7 +131,7 @@ impl DriftGate {
         tool: &str,
         verdicts: &Verdicts,
     ) -> Result<Option<String>, HandlerError> {
-        let shown = crate::diag::escape_controls(tool);
+        let shown = crate::model::diag::escape_controls(tool);
         if verdicts.removed.contains(tool) {
             return Err(HandlerError::new(
                 UPSTREAM_UNAVAILABLE,

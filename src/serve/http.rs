@@ -87,7 +87,7 @@ pub fn check_options(addr: SocketAddr, options: &HttpOptions) -> Result<(), Stri
     }) {
         return Err(format!(
             "--allowed-host `{}` is not a host name: name each host clients use as it appears in a Host header (`tools.example.com` or `tools.example.com:8080`; no scheme, path or wildcard)",
-            crate::diag::escape_controls(h)
+            crate::model::diag::escape_controls(h)
         ));
     }
     if let Some(o) = options.allowed_origins.iter().find(|o| {
@@ -96,7 +96,7 @@ pub fn check_options(addr: SocketAddr, options: &HttpOptions) -> Result<(), Stri
     }) {
         return Err(format!(
             "--allowed-origin `{}` is not an origin: write scheme, host and port, as a browser sends it (`https://app.example.com:443`)",
-            crate::diag::escape_controls(o)
+            crate::model::diag::escape_controls(o)
         ));
     }
     if !addr.ip().is_loopback() && options.auth.is_none() && !options.allow_unauthenticated {

@@ -92,7 +92,7 @@ fn check(bytes: &[u8]) -> Option<axum::response::Response> {
             -32600,
             &format!(
                 "Invalid Request: not a JSON-RPC 2.0 request, notification or response of MCP: {}",
-                crate::text::clip_chars(&e.to_string(), 300)
+                crate::model::text::clip_chars(&e.to_string(), 300)
             ),
         )),
     }

@@ -143,7 +143,7 @@ pub fn args_digest(args: &Value) -> String {
         }
         k
     });
-    let canonical = crate::canonical::sort_keys(args).to_string();
+    let canonical = crate::model::canonical::sort_keys(args).to_string();
     format!(
         "b3k:{}",
         blake3::keyed_hash(key, canonical.as_bytes()).to_hex()
@@ -159,8 +159,8 @@ impl CallRecord<'_> {
         json!({
             "ts_ms": now as u64,
             // The caller's own text: escaped and cut, like every name a log line carries.
-            "tool": crate::diag::escape_controls(crate::text::clip_chars(self.tool, 128)),
-            "principal": self.principal.map(|p| crate::diag::escape_controls(crate::text::clip_chars(p, 200))),
+            "tool": crate::model::diag::escape_controls(crate::model::text::clip_chars(self.tool, 128)),
+            "principal": self.principal.map(|p| crate::model::diag::escape_controls(crate::model::text::clip_chars(p, 200))),
             "op": self.op,
             "upstream": self.upstream,
             "code": self.code,
@@ -267,7 +267,7 @@ mod tests {
             args_digest(&json!({"a": 2, "b": 1}))
         );
         let plain = blake3::hash(
-            crate::canonical::sort_keys(&json!({"a": 2, "b": 1}))
+            crate::model::canonical::sort_keys(&json!({"a": 2, "b": 1}))
                 .to_string()
                 .as_bytes(),
         )

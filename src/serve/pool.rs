@@ -7,7 +7,7 @@ use super::codes::{
     UPSTREAM_MALFORMED, UPSTREAM_TIMEOUT, UPSTREAM_TOO_LARGE, UPSTREAM_UNAVAILABLE,
 };
 use super::drift::{DriftGate, Verdicts};
-use crate::registry::Upstream;
+use crate::model::registry::Upstream;
 use crate::runtime::HandlerError;
 use crate::upstream::{Session, UpstreamError};
 use rmcp::model::CallToolResult;

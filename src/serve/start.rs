@@ -6,7 +6,7 @@ use super::call::forward;
 use super::surface::{read_surface, surface_file};
 use super::{drift, Inner, Pool, ServeError, ServeOptions, Server, SurfaceChoice, View};
 use crate::model::lookup::Lookup;
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 use crate::runtime::idempotency::IdempotencyStore;
 use crate::runtime::{Gateway, Options, Scope};
 use rmcp::model::Tool;
@@ -40,7 +40,7 @@ impl Server {
         surface: &SurfaceChoice,
         options: ServeOptions,
     ) -> Result<Server, ServeError> {
-        if crate::registry::interrupted_commit(dir) {
+        if crate::model::registry::interrupted_commit(dir) {
             return Err(crate::runtime::GatewayError::Interrupted {
                 dir: dir.display().to_string(),
             }
@@ -180,7 +180,7 @@ impl Server {
                         "error: `{}` did not load ({e}); every call is answered as an unknown op",
                         folder.display()
                     );
-                    let empty = crate::help::HelpDoc::new(
+                    let empty = crate::model::help::HelpDoc::new(
                         head.generator.clone(),
                         head.registry_version.clone(),
                         Default::default(),

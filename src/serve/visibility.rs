@@ -6,7 +6,7 @@
 //! or a path with no visible op goes; `ops` counts are recounted) and textual elsewhere (a hidden
 //! op, tool name or path inside a sentence becomes `(not available)`).
 
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -190,7 +190,7 @@ mod tests {
         let allowed: BTreeSet<String> = reg
             .ops
             .values()
-            .filter(|r| r.kind == crate::registry::Kind::Read)
+            .filter(|r| r.kind == crate::model::registry::Kind::Read)
             .map(|r| r.op.clone())
             .collect();
         let v = Visibility::new(&reg, &allowed).unwrap();

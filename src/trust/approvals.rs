@@ -14,7 +14,7 @@
 //! request changed, is not approved.
 
 use super::launch::{provenance, Provenance};
-use crate::registry::Upstream;
+use crate::model::registry::Upstream;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -88,7 +88,7 @@ pub fn launch_line(spec: &Upstream) -> String {
     if !spec.roots.is_empty() {
         line.push_str(&format!(" [roots: {}]", spec.roots.join(", ")));
     }
-    crate::diag::escape_controls(&line)
+    crate::model::diag::escape_controls(&line)
 }
 
 fn shell_quote(arg: &str) -> String {
@@ -120,8 +120,8 @@ impl std::fmt::Display for Unapproved {
             write!(
                 f,
                 "\n  [upstreams.{}] runs `{runs}`: {}",
-                crate::diag::escape_controls(name),
-                crate::diag::escape_controls(why)
+                crate::model::diag::escape_controls(name),
+                crate::model::diag::escape_controls(why)
             )?;
         }
         Ok(())

@@ -10,7 +10,7 @@
 //! A folder gets a lock when it has an overlay (`toolreg.toml`) or already has a lock: a
 //! zero-config folder is compiled as found, and `toolreg build --lock` starts one for it.
 
-use crate::registry::{Registry, ToolPin};
+use crate::model::registry::{Registry, ToolPin};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -202,7 +202,13 @@ impl LockDiff {
 
     /// `approved` -> `now`.
     pub fn between(approved: &Lock, now: &Lock) -> LockDiff {
-        let key = |t: &LockedTool| format!("{}: {}", t.file, crate::diag::escape_controls(&t.name));
+        let key = |t: &LockedTool| {
+            format!(
+                "{}: {}",
+                t.file,
+                crate::model::diag::escape_controls(&t.name)
+            )
+        };
         let old: BTreeMap<String, &LockedTool> =
             approved.tools.iter().map(|t| (key(t), t)).collect();
         let new: BTreeMap<String, &LockedTool> = now.tools.iter().map(|t| (key(t), t)).collect();
@@ -256,7 +262,7 @@ pub fn snapshot_server(path: &Path) -> Option<String> {
     // "tools/list of the MCP server `NAME` (SERVER), written by `toolreg import mcp`; ..."
     let rest = note.split_once("` (")?.1;
     let server = rest.rsplit_once("), written by")?.0;
-    (!server.is_empty()).then(|| crate::diag::escape_controls(server))
+    (!server.is_empty()).then(|| crate::model::diag::escape_controls(server))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! ("description, inputSchema changed") without keeping the text. Keys are sorted before
 //! hashing: key order is not a change; every other byte is.
 
-use crate::registry::ToolPin;
+use crate::model::registry::ToolPin;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 

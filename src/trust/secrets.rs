@@ -118,7 +118,10 @@ pub fn url_credentials(url: &str) -> Vec<String> {
     }
     for (k, v) in u.query_pairs() {
         if is_secret_param(&k) || looks_like_secret(&v) {
-            let shown = format!("the query parameter `{}`", crate::diag::escape_controls(&k));
+            let shown = format!(
+                "the query parameter `{}`",
+                crate::model::diag::escape_controls(&k)
+            );
             if !found.contains(&shown) {
                 found.push(shown);
             }
@@ -141,7 +144,7 @@ pub fn redact_url(url: &str) -> String {
         // Not a URL we can take apart: show the part before any `@`, `?` or `#` only.
         let cut = url.find(['@', '?', '#']).unwrap_or(url.len());
         let more = if cut < url.len() { "…(redacted)" } else { "" };
-        return format!("{}{more}", crate::diag::escape_controls(&url[..cut]));
+        return format!("{}{more}", crate::model::diag::escape_controls(&url[..cut]));
     };
     if !u.username().is_empty() || u.password().is_some() {
         let _ = u.set_username("REDACTED");
@@ -177,7 +180,7 @@ pub fn redact_url(url: &str) -> String {
         u.query_pairs_mut().clear().extend_pairs(pairs);
     }
     u.set_fragment(None);
-    crate::diag::escape_controls(u.as_str())
+    crate::model::diag::escape_controls(u.as_str())
 }
 
 /// `text` with every `http://` or `https://` URL in it replaced by "(the upstream's URL)": for

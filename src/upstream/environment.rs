@@ -1,7 +1,7 @@
 //! What a stdio upstream inherits from toolreg's environment: only what a program needs to run
 //! and what its `[upstreams.NAME] env` lists (issue 35, item 9).
 
-use crate::registry::Upstream;
+use crate::model::registry::Upstream;
 
 /// Variables every stdio upstream gets from toolreg's environment, when set: what a program
 /// needs to find its tools, its home and its locale. Everything else must be listed in the

@@ -76,7 +76,7 @@ fn stderr_note(stderr: &str) -> String {
     } else {
         format!(
             "; its stderr ended with:\n{}",
-            crate::diag::escape_controls(s)
+            crate::model::diag::escape_controls(s)
         )
     }
 }

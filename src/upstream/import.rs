@@ -4,7 +4,7 @@
 
 use super::{Session, UpstreamError};
 use crate::compiler::overlay::OVERLAY_FILE;
-use crate::registry::Upstream;
+use crate::model::registry::Upstream;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -70,7 +70,7 @@ pub fn name_problem(name: Option<&Value>) -> Option<String> {
         Some(format!(
             "is {chars} characters long (MCP tool names are at most {MAX_TOOL_NAME})"
         ))
-    } else if name.chars().any(crate::diag::is_unsafe_char) {
+    } else if name.chars().any(crate::model::diag::is_unsafe_char) {
         Some("contains control, bidi or invisible characters".into())
     } else if name.contains('/') || name.contains('\\') || name.contains("..") {
         Some("contains a path separator or `..`".into())
@@ -88,7 +88,7 @@ pub fn usable_tools(tools: Vec<Value>) -> (Vec<Value>, Vec<LeftOut>) {
             None => usable.push(tool),
             Some(why) => {
                 let raw = tool.get("name").and_then(Value::as_str).unwrap_or_default();
-                let escaped = crate::diag::escape_controls(raw);
+                let escaped = crate::model::diag::escape_controls(raw);
                 let mut shown: String = escaped.chars().take(80).collect();
                 if shown.len() < escaped.len() {
                     shown.push_str("...");
@@ -120,7 +120,7 @@ pub fn snapshot_text(name: &str, server: &str, tools: &[Value]) -> String {
         "_source": format!("tools/list of the MCP server `{name}` ({server}), written by `toolreg import mcp`; refresh with the same command, check with `toolreg import --check`"),
         "tools": tools,
     });
-    crate::canonical::to_pretty(&crate::canonical::sort_keys_except(
+    crate::model::canonical::to_pretty(&crate::model::canonical::sort_keys_except(
         &doc,
         &["inputSchema", "outputSchema"],
     ))
@@ -134,7 +134,9 @@ fn tool_name(v: &Value) -> &str {
 pub async fn import(name: &str, defs: &Path, spec: &Upstream) -> Result<Imported, ImportError> {
     // The same rule the compiler applies to `[upstreams.NAME]` (TR080).
     if !crate::compiler::enrich::provider_valid(name) {
-        return Err(ImportError::BadName(crate::diag::escape_controls(name)));
+        return Err(ImportError::BadName(crate::model::diag::escape_controls(
+            name,
+        )));
     }
     if let Some(url) = &spec.url {
         let found = crate::trust::url_credentials(url);
@@ -319,7 +321,7 @@ impl Drift {
 
 /// Compares live tools with the pins `toolreg.lock` holds for their upstream.
 pub fn against_lock(
-    approved: &BTreeMap<String, crate::registry::ToolPin>,
+    approved: &BTreeMap<String, crate::model::registry::ToolPin>,
     live: &[Value],
 ) -> Vec<LockFinding> {
     let mut out = Vec::new();
@@ -365,7 +367,12 @@ pub fn drift(upstream: &str, committed: &[Value], live: &[Value]) -> Drift {
     let by_name = |tools: &[Value]| -> BTreeMap<String, Value> {
         tools
             .iter()
-            .map(|t| (tool_name(t).to_string(), crate::canonical::sort_keys(t)))
+            .map(|t| {
+                (
+                    tool_name(t).to_string(),
+                    crate::model::canonical::sort_keys(t),
+                )
+            })
             .collect()
     };
     let (old, new) = (by_name(committed), by_name(live));
@@ -457,16 +464,16 @@ impl std::fmt::Display for Drift {
             }
         )?;
         for n in &self.added {
-            writeln!(f, "  added    {}", crate::diag::escape_controls(n))?;
+            writeln!(f, "  added    {}", crate::model::diag::escape_controls(n))?;
         }
         for n in &self.removed {
-            writeln!(f, "  removed  {}", crate::diag::escape_controls(n))?;
+            writeln!(f, "  removed  {}", crate::model::diag::escape_controls(n))?;
         }
         for (n, parts) in &self.changed {
             writeln!(
                 f,
                 "  changed  {} ({})",
-                crate::diag::escape_controls(n),
+                crate::model::diag::escape_controls(n),
                 parts.join(", ")
             )?;
         }
@@ -488,7 +495,7 @@ impl std::fmt::Display for Drift {
                         f,
                         "    {:<10} {}{}  approved {}  live {}",
                         l.status,
-                        crate::diag::escape_controls(&l.tool),
+                        crate::model::diag::escape_controls(&l.tool),
                         if l.parts.is_empty() { String::new() } else { format!(" ({})", l.parts.join(", ")) },
                         short(&l.approved),
                         short(&l.live)

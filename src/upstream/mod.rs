@@ -16,7 +16,7 @@ pub use error::UpstreamError;
 pub use client::CALLER;
 use client::{GatewayClient, Relay};
 
-use crate::registry::Upstream;
+use crate::model::registry::Upstream;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::ServiceExt;
@@ -278,7 +278,7 @@ impl Session {
                 return Err(failed(
                     format!(
                         "it printed a line that is not JSON-RPC on stdout: `{}` (an MCP server over stdio may print only protocol messages there; logs belong on stderr)",
-                        crate::diag::escape_controls(&line)
+                        crate::model::diag::escape_controls(&line)
                     ),
                     &stderr,
                 ));
@@ -560,9 +560,9 @@ async fn filter_json_lines(
             if dropped <= 5 || dropped.is_multiple_of(1000) {
                 eprintln!(
                     "toolreg: upstream `{}` wrote a line that is not JSON-RPC ({} bytes; dropped, {dropped} so far): {}",
-                    crate::diag::escape_controls(&name),
+                    crate::model::diag::escape_controls(&name),
                     trimmed.len(),
-                    crate::diag::escape_controls(crate::text::clip_chars(trimmed, 120))
+                    crate::model::diag::escape_controls(crate::model::text::clip_chars(trimmed, 120))
                 );
             }
             continue;

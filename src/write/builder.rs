@@ -13,11 +13,11 @@
 //! each warning. On errors it prints the diagnostics to stderr and returns them.
 
 use crate::compiler::Compiled;
-use crate::diag::{Diagnostic, Diagnostics, Severity};
 use crate::emit::outputs::Outputs;
 use crate::emit::{Emitter, FileMap, Settings};
-use crate::output::{self, Ownership, WriteReport};
-use crate::registry::Registry;
+use crate::model::diag::{Diagnostic, Diagnostics, Severity};
+use crate::model::registry::Registry;
+use crate::write::output::{self, Ownership, WriteReport};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -89,7 +89,7 @@ pub fn generate_outputs(
     // paths); show them as the user named that folder.
     let root = definitions.to_string_lossy().replace('\\', "/");
     let diags = diags.map_locations(|code, l| {
-        if code == crate::diag::Code::UntypedOp {
+        if code == crate::model::diag::Code::UntypedOp {
             l.file = crate::compiler::load::display_path(&root, &l.file);
         }
     });
@@ -206,7 +206,7 @@ impl Builder {
             Some(d) => d,
             None => {
                 let d = Diagnostic::new(
-                    crate::diag::Code::OutputIo,
+                    crate::model::diag::Code::OutputIo,
                     "no output folder: OUT_DIR is not set",
                 )
                 .help("call Builder::compile from build.rs, or set .out_dir(..)");

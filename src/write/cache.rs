@@ -43,7 +43,7 @@ pub fn binary_identity() -> String {
         .map(|d| d.as_nanos());
     format!(
         "{} {} {:?} {:?} {:?}",
-        crate::registry::GENERATOR,
+        crate::model::registry::GENERATOR,
         env!("CARGO_PKG_VERSION"),
         exe,
         meta.map(|m| m.len()),
@@ -488,8 +488,8 @@ impl BuildRecord {
         fingerprint: String,
         manifest_text: &str,
         lock: Option<String>,
-        diagnostics: &crate::diag::Diagnostics,
-        registry: &crate::registry::Registry,
+        diagnostics: &crate::model::diag::Diagnostics,
+        registry: &crate::model::registry::Registry,
         files: usize,
         quarantined: Option<String>,
     ) -> BuildRecord {

@@ -31,11 +31,11 @@
 //! remove by manifest) is one protocol whose crash-safety argument reads top to bottom; split, one
 //! invariant would be spread over several files. About 210 of its lines are tests.
 
-use crate::diag::{Code, Diagnostic, Location};
 use crate::emit::outputs::{Artifacts, Baseline, Listing};
 #[cfg(any(doc, test))]
 use crate::emit::FileMap;
 use crate::emit::MANIFEST;
+use crate::model::diag::{Code, Diagnostic, Location};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -219,7 +219,7 @@ fn ensure_no_links_in(
                 Code::OutputLink,
                 format!(
                     "refusing to write or remove `{rel}`: `{}` {what}",
-                    crate::diag::escape_controls(&shown)
+                    crate::model::diag::escape_controls(&shown)
                 ),
             )
             .at(Location::file(shown))
@@ -303,7 +303,7 @@ fn ensure_adoptable(out: &Path, files: &impl Artifacts) -> Result<(), Box<Diagno
     let listed: Vec<String> = foreign
         .iter()
         .take(5)
-        .map(|f| crate::diag::escape_controls(f))
+        .map(|f| crate::model::diag::escape_controls(f))
         .collect();
     Err(Box::new(
         Diagnostic::new(
@@ -1066,7 +1066,7 @@ pub fn kept_diagnostics(out: &Path, report: &WriteReport) -> Vec<Diagnostic> {
         .iter()
         .map(|rel| {
             let shown = out.join(rel).to_string_lossy().replace('\\', "/");
-            let shown = crate::diag::escape_controls(&shown);
+            let shown = crate::model::diag::escape_controls(&shown);
             Diagnostic::new(
                 Code::OutputKept,
                 format!("kept `{shown}`: build no longer writes it, but it changed since toolreg wrote it"),
@@ -1418,7 +1418,7 @@ mod tests {
     fn readers_look_for_the_journal_where_the_writer_puts_it() {
         assert_eq!(
             format!("{STAGING}/{JOURNAL}"),
-            crate::registry::COMMIT_JOURNAL
+            crate::model::registry::COMMIT_JOURNAL
         );
     }
 

@@ -14,7 +14,7 @@
 
 pub mod words;
 
-use crate::registry::valid_op;
+use crate::model::registry::valid_op;
 use std::collections::{BTreeMap, BTreeSet};
 use words::{split_name, Lexicon};
 

@@ -3,8 +3,8 @@
 
 use crate::compiler::load::Loaded;
 use crate::compiler::overlay::{LoadedOverlay, Overlay};
-use crate::diag::{Code, Diagnostic, Diagnostics};
-use crate::registry::{GatewayNames, OpRecord};
+use crate::model::diag::{Code, Diagnostic, Diagnostics};
+use crate::model::registry::{GatewayNames, OpRecord};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The gateway tools' names must differ from each other and from every tool the model may also
@@ -170,7 +170,7 @@ pub(super) fn yield_gateway_names(
             Code::GatewayRenamed,
             format!(
                 "the third-party tool `{}` (op `{op}`) has a gateway tool's name; it is offered as `{new_name}`, and the gateway keeps its name",
-                crate::diag::escape_controls(&r.tool_name)
+                crate::model::diag::escape_controls(&r.tool_name)
             ),
         );
         if let Some(i) = loaded.files.iter().position(|f| f.rel == r.source.file) {
@@ -185,7 +185,7 @@ pub(super) fn yield_gateway_names(
 pub(super) fn search_settings(
     lo: &LoadedOverlay,
     diags: &mut Diagnostics,
-) -> crate::registry::SearchSettings {
+) -> crate::model::registry::SearchSettings {
     let semantic_weight = lo.overlay.search.semantic_weight.as_ref().and_then(|w| {
         let value = *w.get_ref();
         if (0.0..=1.0).contains(&value) {
@@ -226,7 +226,7 @@ pub(super) fn search_settings(
     };
     let match_lexical = floors("match_lexical", &lo.overlay.search.match_lexical, 1.0);
     let match_hybrid = floors("match_hybrid", &lo.overlay.search.match_hybrid, 1.5);
-    crate::registry::SearchSettings {
+    crate::model::registry::SearchSettings {
         semantic_weight,
         match_lexical,
         match_hybrid,

@@ -19,8 +19,8 @@ use crate::compiler::load::Loaded;
 use crate::compiler::overlay::{LoadedOverlay, Overlay};
 use crate::compiler::policy;
 use crate::compiler::Tool;
-use crate::diag::{Code, Diagnostic, Diagnostics};
-use crate::registry::{
+use crate::model::diag::{Code, Diagnostic, Diagnostics};
+use crate::model::registry::{
     Budgets, Counts, EntityNode, GroupNode, Kind, OpRecord, Origin, Policy, Profile, Registry,
     Source, FORMAT_VERSION, GENERATOR,
 };
@@ -162,7 +162,7 @@ fn op_record(
         .unwrap_or_else(|| enrich::summary(&t.raw.description));
     // A top-level anyOf/oneOf/allOf keeps its alternatives' arguments in the branches: the
     // argument table lists them all, as the projection models receive does.
-    let projected = crate::schema::provider_projection(&t.raw.parameters);
+    let projected = crate::model::schema::provider_projection(&t.raw.parameters);
     let args = enrich::args(projected.as_ref().unwrap_or(&t.raw.parameters));
     let required_args = args
         .iter()
@@ -194,7 +194,7 @@ fn op_record(
                         format!(
                             "[ops.\"{}\"] display = `{}`: {why}",
                             class.op,
-                            crate::diag::escape_controls(d.get_ref())
+                            crate::model::diag::escape_controls(d.get_ref())
                         ),
                     )
                     .at(lo.loc(d.span()))

@@ -4,8 +4,8 @@
 use crate::compiler::enrich;
 use crate::compiler::examples;
 use crate::compiler::overlay::{LoadedOverlay, Overlay};
-use crate::diag::{Code, Diagnostic, Diagnostics, Location};
-use crate::registry::{Example, OpRecord, Origin};
+use crate::model::diag::{Code, Diagnostic, Diagnostics, Location};
+use crate::model::registry::{Example, OpRecord, Origin};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -87,7 +87,7 @@ pub(super) fn op_examples(
                     } else {
                         &e.pointer
                     };
-                    crate::text::truncate_words(&format!("{at}: {}", e.message), 160)
+                    crate::model::text::truncate_words(&format!("{at}: {}", e.message), 160)
                 })
                 .collect();
             if errs.len() > 3 {
@@ -156,7 +156,7 @@ pub(super) fn add_id_discovery(ops: &mut BTreeMap<String, OpRecord>) {
 /// argument the op has and must not itself be one of its arguments.
 pub(super) fn arg_aliases(
     op: &str,
-    args: &[crate::registry::Arg],
+    args: &[crate::model::registry::Arg],
     ov: Option<&crate::compiler::overlay::OpOverride>,
     overlay: &Overlay,
     lo: &LoadedOverlay,

@@ -3,8 +3,8 @@
 
 use crate::compiler::classify::glob_match;
 use crate::compiler::overlay::LoadedOverlay;
-use crate::diag::{Code, Diagnostic, Diagnostics, Location};
-use crate::registry::{Kind, OpRecord, Profile};
+use crate::model::diag::{Code, Diagnostic, Diagnostics, Location};
+use crate::model::registry::{Kind, OpRecord, Profile};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The ops a list of names and globs selects, reporting patterns that select nothing.
@@ -30,7 +30,7 @@ fn select_ops(
                     format!("{what} lists `{p}`, which is not an op"),
                 )
             };
-            let near = crate::diag::nearest(p, ops.keys().map(String::as_str));
+            let near = crate::model::diag::nearest(p, ops.keys().map(String::as_str));
             diags.push(Diagnostic::new(code, msg).at(at.clone()).help(
                 near.map_or("check the op names in registry.json".to_string(), |n| {
                     format!("did you mean `{n}`?")
@@ -46,15 +46,15 @@ fn select_ops(
 /// `ops` nor `profiles` is given) and its profiles' ops, kept when their kind is one of `kinds`.
 pub(super) fn access(
     ops: &BTreeMap<String, OpRecord>,
-    profiles: &BTreeMap<String, crate::registry::Profile>,
+    profiles: &BTreeMap<String, crate::model::registry::Profile>,
     lo: &LoadedOverlay,
     diags: &mut Diagnostics,
-) -> BTreeMap<String, crate::registry::AccessScope> {
+) -> BTreeMap<String, crate::model::registry::AccessScope> {
     let mut out = BTreeMap::new();
     for (name, spec) in &lo.overlay.access.scopes {
         let at = lo.loc(name.span());
         let name = name.get_ref();
-        let shown = crate::diag::escape_controls(name);
+        let shown = crate::model::diag::escape_controls(name);
         let bad = |diags: &mut Diagnostics, what: String, help: &str| {
             diags.push(
                 Diagnostic::new(
@@ -80,7 +80,7 @@ pub(super) fn access(
         {
             bad(
                 diags,
-                format!("has the kind `{}`", crate::diag::escape_controls(k)),
+                format!("has the kind `{}`", crate::model::diag::escape_controls(k)),
                 "kinds are `read`, `write` (not destructive) and `destructive`",
             );
             continue;
@@ -98,7 +98,7 @@ pub(super) fn access(
                     diags,
                     format!(
                         "names the profile `{}`, which does not exist",
-                        crate::diag::escape_controls(p)
+                        crate::model::diag::escape_controls(p)
                     ),
                     "profiles are the tables under [profiles]",
                 ),
@@ -118,7 +118,10 @@ pub(super) fn access(
                 kinds.iter().any(|k| k == kind)
             })
             .collect();
-        out.insert(name.clone(), crate::registry::AccessScope { ops: granted });
+        out.insert(
+            name.clone(),
+            crate::model::registry::AccessScope { ops: granted },
+        );
     }
     out
 }
@@ -127,7 +130,7 @@ pub(super) fn clusters(
     ops: &BTreeMap<String, OpRecord>,
     lo: &LoadedOverlay,
     diags: &mut Diagnostics,
-) -> BTreeMap<String, crate::registry::Cluster> {
+) -> BTreeMap<String, crate::model::registry::Cluster> {
     lo.overlay
         .clusters
         .iter()
@@ -145,7 +148,7 @@ pub(super) fn clusters(
             let mut contexts = spec.contexts.clone();
             contexts.sort();
             contexts.dedup();
-            let cluster = crate::registry::Cluster {
+            let cluster = crate::model::registry::Cluster {
                 description: spec.description.clone(),
                 ops: selected.into_iter().collect(),
                 triggers,

@@ -2,8 +2,8 @@
 //! environment and header names, credentials kept out of URLs) and tied to its ops.
 
 use crate::compiler::overlay::LoadedOverlay;
-use crate::diag::{Code, Diagnostic, Diagnostics};
-use crate::registry::OpRecord;
+use crate::model::diag::{Code, Diagnostic, Diagnostics};
+use crate::model::registry::OpRecord;
 use std::collections::BTreeMap;
 
 /// `[upstreams.NAME]` -> the registry's upstreams. NAME is a safe name, exactly one of `command`
@@ -12,7 +12,7 @@ pub(super) fn upstreams(
     ops: &BTreeMap<String, OpRecord>,
     lo: &LoadedOverlay,
     diags: &mut Diagnostics,
-) -> BTreeMap<String, crate::registry::Upstream> {
+) -> BTreeMap<String, crate::model::registry::Upstream> {
     let mut out = BTreeMap::new();
     for (name, spec) in &lo.overlay.upstreams {
         let loc = lo.loc(name.span());
@@ -84,7 +84,7 @@ pub(crate) fn upstream_problem(
     } else if let Some(bad) = spec.roots.iter().find(|r| !root_valid(r)) {
         Some(format!(
             "lists the root `{}`, which is not an absolute folder path (roots are offered to the server as file:// URIs)",
-            crate::diag::escape_controls(bad)
+            crate::model::diag::escape_controls(bad)
         ))
     } else if spec.command.is_some() && (spec.bearer_env.is_some() || !spec.header_env.is_empty()) {
         Some("sets `bearer_env` or `header_env`, which only a `url` upstream sends (a command gets its secrets through `env`)".to_string())
@@ -97,7 +97,7 @@ pub(crate) fn upstream_problem(
     {
         Some(format!(
             "names the environment variable `{}`, which is not a variable name (letters, digits, `_`; not starting with a digit)",
-            crate::diag::escape_controls(bad)
+            crate::model::diag::escape_controls(bad)
         ))
     } else {
         spec.header_env
@@ -106,7 +106,7 @@ pub(crate) fn upstream_problem(
             .map(|bad| {
                 format!(
                     "names the header `{}` in `header_env`, which is not an HTTP header name",
-                    crate::diag::escape_controls(bad)
+                    crate::model::diag::escape_controls(bad)
                 )
             })
     }

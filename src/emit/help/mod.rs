@@ -11,9 +11,9 @@
 
 use super::FileMap;
 use super::PageMemo;
-use crate::help::{HelpDoc, HelpPages, ROOT};
+use crate::model::help::{HelpDoc, HelpPages, ROOT};
 use crate::model::help::{PageText, PageTexts};
-use crate::registry::{Arg, GroupNode, Kind, OpRecord, Registry};
+use crate::model::registry::{Arg, GroupNode, Kind, OpRecord, Registry};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -145,7 +145,7 @@ pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
         .map(|(path, (short, full))| (path, HelpPages { short, full }))
         .collect();
     HelpDoc::new(
-        crate::registry::GENERATOR.into(),
+        crate::model::registry::GENERATOR.into(),
         reg.registry_version.clone(),
         pages,
     )
@@ -177,7 +177,7 @@ pub(crate) fn build_texts(reg: &Registry, memo: Option<&PageMemo>) -> PageTexts 
         .map(|(path, (short, full))| (path, PageText { short, full }))
         .collect();
     PageTexts {
-        generator: crate::registry::GENERATOR.into(),
+        generator: crate::model::registry::GENERATOR.into(),
         registry_version: reg.registry_version.clone(),
         pages,
     }
@@ -398,7 +398,7 @@ fn call_contract(reg: &Registry) -> Value {
 fn root(reg: &Registry, full: bool) -> Value {
     let mut tree: Vec<(&String, &GroupNode)> = reg.tree.iter().collect();
     // A long directory is read page by page: the groups with the most ops come first.
-    if reg.tree.len() > crate::registry::MAX_LISTED_GROUPS {
+    if reg.tree.len() > crate::model::registry::MAX_LISTED_GROUPS {
         tree.sort_by_cached_key(|(g, node)| (std::cmp::Reverse(group_ops(reg, node).len()), *g));
     }
     let groups: Vec<Value> = tree
@@ -489,8 +489,8 @@ fn entity(
 }
 
 fn first_sentence(text: &str, max: usize) -> String {
-    let s = crate::text::first_sentence(text);
-    crate::text::truncate_words(&s, max)
+    let s = crate::model::text::first_sentence(text);
+    crate::model::text::truncate_words(&s, max)
 }
 
 fn arg_entry(a: &Arg, full: bool) -> Value {
@@ -522,7 +522,7 @@ fn arg_entry(a: &Arg, full: bool) -> Value {
         if a.description.chars().count() > FULL_ARG_CHARS {
             format!(
                 "{} (cut; include_schemas: true has it whole)",
-                crate::text::truncate_words(&a.description, FULL_ARG_CHARS)
+                crate::model::text::truncate_words(&a.description, FULL_ARG_CHARS)
             )
         } else {
             a.description.clone()
@@ -562,7 +562,9 @@ impl<'r> SearchOps<'r> {
 fn notes(searches: &SearchOps, r: &OpRecord) -> Vec<String> {
     let mut notes = Vec::new();
     // Alternatives the schema demands ("`id` or `name`") that the argument table cannot show.
-    notes.extend(crate::schema::top_level_constraint(&r.parameters_schema));
+    notes.extend(crate::model::schema::top_level_constraint(
+        &r.parameters_schema,
+    ));
     if r.id_discovery.len() > 1 {
         let finders = &r.id_discovery[..r.id_discovery.len() - 1];
         notes.push(format!(

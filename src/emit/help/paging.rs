@@ -1,7 +1,7 @@
 //! Paging: a help page over its token budget is split along its listings (and a long op
 //! description into parts), so no page a model reads costs more than `PAGE_TOKENS`.
 
-use crate::registry::Registry;
+use crate::model::registry::Registry;
 use serde_json::{json, Value};
 
 /// What separates a directory path from its page number (`root@2`): no op or path has it.

@@ -1393,7 +1393,7 @@ impl SearchIndex {
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
     ) -> Ranking {
-        let q = crate::text::clip_chars(query.trim(), self.limits.max_query_chars);
+        let q = crate::model::text::clip_chars(query.trim(), self.limits.max_query_chars);
         let exact = reg
             .ops
             .get(q)
@@ -1559,7 +1559,7 @@ impl SearchIndex {
                 Vec::new()
             };
             return SearchResponse {
-                query: crate::text::clip_chars(&req.query, self.limits.max_query_chars).to_string(),
+                query: crate::model::text::clip_chars(&req.query, self.limits.max_query_chars).to_string(),
                 nearest: !nearest.is_empty(),
                 results: nearest,
                 next_cursor: None,
@@ -1595,7 +1595,8 @@ impl SearchIndex {
             (None, None)
         };
         SearchResponse {
-            query: crate::text::clip_chars(&req.query, self.limits.max_query_chars).to_string(),
+            query: crate::model::text::clip_chars(&req.query, self.limits.max_query_chars)
+                .to_string(),
             results,
             next_cursor,
             directory,
@@ -1699,7 +1700,7 @@ fn covers(reg: &Registry, near: &[&str], allowed: &dyn Fn(&OpRecord) -> bool) ->
             if summary.is_empty() {
                 (*g).to_string()
             } else {
-                let cut = crate::text::clip_chars(summary, 80);
+                let cut = crate::model::text::clip_chars(summary, 80);
                 let more = if cut.len() < summary.len() { "…" } else { "" };
                 format!("{g} ({cut}{more})")
             }

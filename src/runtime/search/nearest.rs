@@ -2,7 +2,7 @@
 //! the query) and the directory of groups and entities, so a search never answers with nothing.
 
 use super::Hit;
-use crate::registry::{OpRecord, Registry};
+use crate::model::registry::{OpRecord, Registry};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

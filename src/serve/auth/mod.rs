@@ -89,13 +89,13 @@ impl TokenFile {
                 .ok_or_else(|| {
                     err(format!(
                         "principal `{}`: `token_b3` is not `b3:` and 64 hex digits (store the hash `toolreg token` prints, never the token)",
-                        crate::diag::escape_controls(&e.name)
+                        crate::model::diag::escape_controls(&e.name)
                     ))
                 })?;
             if !names.insert(e.name.clone()) {
                 return Err(err(format!(
                     "the principal `{}` is listed twice",
-                    crate::diag::escape_controls(&e.name)
+                    crate::model::diag::escape_controls(&e.name)
                 )));
             }
             entries.push((

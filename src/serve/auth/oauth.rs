@@ -280,7 +280,7 @@ impl OAuth {
             if !matches!(t.as_str(), "jwt" | "at+jwt" | "application/at+jwt") {
                 return Err(format!(
                     "the token type `{}` is not an access token",
-                    crate::diag::escape_controls(crate::text::clip_chars(typ, 40))
+                    crate::model::diag::escape_controls(crate::model::text::clip_chars(typ, 40))
                 ));
             }
         }
@@ -323,7 +323,7 @@ impl OAuth {
             .or(c.client_id)
             .filter(|n| !n.trim().is_empty())
             .ok_or("the token names no subject (`sub`) or client (`client_id`)")?;
-        let name = crate::diag::escape_controls(crate::text::clip_chars(&name, 200));
+        let name = crate::model::diag::escape_controls(crate::model::text::clip_chars(&name, 200));
         Ok(Principal { name, scopes })
     }
 }
