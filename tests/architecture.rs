@@ -320,9 +320,8 @@ fn through_root_aliases(text: &str) -> Vec<String> {
         .into_iter()
         .filter(|p| {
             p[0] == "crate"
-                && ROOT_ALIASES
-                    .iter()
-                    .any(|(a, _)| p.get(1) == Some(&a.to_string()))
+                && p.get(1)
+                    .is_some_and(|s| ROOT_ALIASES.iter().any(|(a, _)| s == a))
         })
         .map(|p| p.join("::"))
         .collect()
