@@ -17,6 +17,7 @@ use crate::model::registry::{Arg, GroupNode, Kind, OpRecord, Registry};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
+mod op_text;
 mod paging;
 pub use paging::PAGE_MARK;
 use paging::{empty_page, fits, paged, split_description};
@@ -161,16 +162,21 @@ pub(crate) fn build_texts(reg: &Registry, memo: Option<&PageMemo>) -> PageTexts 
             .into_boxed_str()
     };
     let op_pages = |r: &OpRecord, search: Option<&str>, pages: &dyn Fn() -> PageList<Box<str>>| {
+        // Written straight to text when the pages fit; through `Value`s when they may not.
+        let fresh = || match op_text::op_page_texts(reg, r, search) {
+            Some(pair) => vec![pair],
+            None => pages(),
+        };
         let Some(memo) = memo else {
-            return pages();
+            return fresh();
         };
         // What else an op's pages show: the search op its note names, and the help tool a
         // paged op's later pages are read with.
         let context = [search.unwrap_or_default(), &reg.gateway.help];
         let text = memo.page(OP_PAGES_STEP, r, &context, &reg.registry_version, || {
-            join_pages(&pages())
+            join_pages(&fresh())
         });
-        split_pages(&text).unwrap_or_else(pages)
+        split_pages(&text).unwrap_or_else(fresh)
     };
     let pages = pages_as(reg, &|_| true, &pretty, &op_pages)
         .into_iter()
@@ -559,7 +565,7 @@ impl<'r> SearchOps<'r> {
 }
 
 /// Behavioral notes derived from the IR: what to call first, confirmations, dry-run defaults.
-fn notes(searches: &SearchOps, r: &OpRecord) -> Vec<String> {
+fn notes(search: Option<&str>, r: &OpRecord) -> Vec<String> {
     let mut notes = Vec::new();
     // Alternatives the schema demands ("`id` or `name`") that the argument table cannot show.
     notes.extend(crate::model::schema::top_level_constraint(
@@ -579,7 +585,7 @@ fn notes(searches: &SearchOps, r: &OpRecord) -> Vec<String> {
         ));
     }
     if r.kind == Kind::Write && r.action == "create" {
-        if let Some(search) = searches.get(r) {
+        if let Some(search) = search {
             notes.push(format!("Search with {search} first to avoid duplicates."));
         }
     }
@@ -610,7 +616,7 @@ fn op_page(reg: &Registry, searches: &SearchOps, r: &OpRecord, full: bool) -> Va
         "args": r.args.iter().map(|a| arg_entry(a, full)).collect::<Vec<_>>(),
         "required_args": r.required_args,
         "id_args": r.id_args,
-        "notes": notes(searches, r),
+        "notes": notes(searches.get(r), r),
         "examples": calls(if full { usize::MAX } else { 1 }),
         "registry_version": reg.registry_version,
     });
@@ -631,56 +637,4 @@ fn op_page(reg: &Registry, searches: &SearchOps, r: &OpRecord, full: bool) -> Va
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use paging::compact;
-
-    use crate::compiler::compile_repo_catalog as compile;
-
-    /// `help.json` written from the pages as text is the file written from the pages as
-    /// values, byte for byte, and each text's compact form is the value's: on every catalog in
-    /// the repo (the fleet ones have paged directories), and on a registry with no pages.
-    #[test]
-    fn texts_render_as_values_do() {
-        let mut paged = 0;
-        for dir in [
-            "definitions",
-            "examples/universal-agent/definitions",
-            "tests/fixture/definitions",
-            "tests/catalogs/github",
-            "tests/catalogs/reference-servers",
-            "tests/catalogs/fleet/livemcp",
-            "tests/catalogs/fleet/toolsdk",
-        ] {
-            let reg = compile(dir);
-            let values = build(&reg);
-            let texts = build_texts(&reg, None);
-            assert_eq!(values.texts(), texts, "{dir}");
-            let text = render_texts(&texts);
-            assert!(render(&values) == text, "{dir}: help.json differs");
-            assert_eq!(
-                text.len(),
-                rendered_len(&texts),
-                "{dir}: the size is not exact"
-            );
-            for (path, p) in &values.pages {
-                let t = &texts.pages[path];
-                assert_eq!(
-                    crate::model::help::compact_json(&t.short),
-                    compact(&p.short)
-                );
-                assert_eq!(crate::model::help::compact_json(&t.full), compact(&p.full));
-            }
-            paged += values
-                .pages
-                .keys()
-                .filter(|k| k.contains(PAGE_MARK))
-                .count();
-        }
-        assert!(paged > 0, "no catalog has a paged directory");
-        let empty = PageTexts::default();
-        let doc = HelpDoc::new(String::new(), String::new(), BTreeMap::new());
-        assert_eq!(render_texts(&empty), render(&doc));
-        assert_eq!(render_texts(&empty).len(), rendered_len(&empty));
-    }
-}
+mod tests;

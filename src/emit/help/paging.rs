@@ -12,7 +12,7 @@ const PAGE_TOKENS: usize = 1_800;
 
 /// A page this short (compact JSON characters) is within `PAGE_TOKENS` whatever its text (the
 /// densest real pages run 2.7 characters a token), so only longer pages are counted.
-const SAFE_CHARS: usize = 4_800;
+pub(super) const SAFE_CHARS: usize = 4_800;
 
 /// Whether a page is within `PAGE_TOKENS` (and needs no splitting).
 pub(super) fn fits(page: &Value) -> bool {

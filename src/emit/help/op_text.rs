@@ -1,0 +1,180 @@
+//! An op's help pages written straight to text: the same bytes `op_page` makes through a
+//! `Value` tree (`texts_render_as_values_do` proves it on every repo catalog), without copying
+//! each summary, argument, example and policy line into that tree first. Building the trees
+//! was about a third of the help pages' time at 10,000 ops.
+//!
+//! Only pages that fit their budget take this path; a page that must be split (a long
+//! description, many arguments) is built as a `Value`, where the splitting works.
+
+use super::paging::SAFE_CHARS;
+use super::{first_sentence, notes, FULL_ARG_CHARS, MAX_ENUM, SHORT_ARG_CHARS};
+use crate::model::registry::{Arg, OpRecord, Registry};
+use serde::Serialize;
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// An op page's fields in `op_page`'s order (a `Value` keeps its keys in insertion order).
+#[derive(Serialize)]
+struct OpPage<'a> {
+    path: &'a str,
+    kind: &'a str,
+    summary: &'a str,
+    usage: String,
+    args: Vec<ArgEntry<'a>>,
+    required_args: &'a [String],
+    id_args: &'a [String],
+    notes: Vec<String>,
+    examples: Vec<ExampleCall<'a>>,
+    registry_version: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy: Option<PolicyLines<'a>>,
+    #[serde(flatten)]
+    full: Option<FullFields<'a>>,
+}
+
+/// What only the full page adds, after the policy.
+#[derive(Serialize)]
+struct FullFields<'a> {
+    description: &'a str,
+    tool_name: &'a str,
+    destructive: bool,
+    dry_run_default: bool,
+    id_discovery: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    aliases: &'a [String],
+}
+
+#[derive(Serialize)]
+struct PolicyLines<'a> {
+    #[serde(rename = "do")]
+    do_: &'a [String],
+    dont: &'a [String],
+    edge_cases: &'a [String],
+}
+
+#[derive(Serialize)]
+struct ExampleCall<'a> {
+    description: &'a str,
+    call: Call<'a>,
+}
+
+#[derive(Serialize)]
+struct Call<'a> {
+    op: &'a str,
+    args: &'a Value,
+}
+
+/// `arg_entry`'s fields, in its order.
+#[derive(Serialize)]
+struct ArgEntry<'a> {
+    name: &'a str,
+    #[serde(rename = "type")]
+    type_: &'a str,
+    #[serde(skip_serializing_if = "is_false")]
+    required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    default: Option<&'a Value>,
+    #[serde(rename = "enum", skip_serializing_if = "Option::is_none")]
+    enum_: Option<&'a [Value]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enum_more: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    range: Option<&'a str>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    description: Cow<'a, str>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
+}
+
+fn arg_entry(a: &Arg, full: bool) -> ArgEntry<'_> {
+    let (enum_, enum_more) = match &a.enum_ {
+        Some(e) if e.len() > MAX_ENUM => (Some(&e[..MAX_ENUM]), Some(e.len() - MAX_ENUM)),
+        Some(e) => (Some(&e[..]), None),
+        None => (None, None),
+    };
+    let description = if !full {
+        Cow::Owned(first_sentence(&a.description, SHORT_ARG_CHARS))
+    } else if a.description.chars().count() > FULL_ARG_CHARS {
+        Cow::Owned(format!(
+            "{} (cut; include_schemas: true has it whole)",
+            crate::model::text::truncate_words(&a.description, FULL_ARG_CHARS)
+        ))
+    } else {
+        Cow::Borrowed(a.description.as_str())
+    };
+    ArgEntry {
+        name: &a.name,
+        type_: &a.type_,
+        required: a.required,
+        default: a.default.as_ref(),
+        enum_,
+        enum_more,
+        range: a.range.as_deref().filter(|_| full),
+        description,
+    }
+}
+
+fn op_page<'a>(reg: &'a Registry, r: &'a OpRecord, search: Option<&str>, full: bool) -> OpPage<'a> {
+    let shown = if full { usize::MAX } else { 1 };
+    OpPage {
+        path: &r.op,
+        kind: r.kind.as_str(),
+        summary: &r.summary,
+        usage: r.usage(),
+        args: r.args.iter().map(|a| arg_entry(a, full)).collect(),
+        required_args: &r.required_args,
+        id_args: &r.id_args,
+        notes: notes(search, r),
+        examples: r
+            .examples
+            .iter()
+            .take(shown)
+            .map(|e| ExampleCall {
+                description: &e.description,
+                call: Call {
+                    op: &r.op,
+                    args: &e.args,
+                },
+            })
+            .collect(),
+        registry_version: &reg.registry_version,
+        policy: r.policy.as_ref().map(|p| PolicyLines {
+            do_: &p.do_,
+            dont: &p.dont,
+            edge_cases: &p.edge_cases,
+        }),
+        full: full.then_some(FullFields {
+            description: &r.description,
+            tool_name: &r.tool_name,
+            destructive: r.destructive,
+            dry_run_default: r.dry_run_default,
+            id_discovery: &r.id_discovery,
+            aliases: &r.aliases,
+        }),
+    }
+}
+
+/// One page as pretty JSON, when it surely fits its budget: within `SAFE_CHARS` as compact
+/// JSON, which is never longer than the pretty text. `None` leaves the page to the `Value`
+/// path (which counts its tokens and splits it when it must).
+fn fitting_text(page: &OpPage) -> Option<Box<str>> {
+    let text = serde_json::to_string_pretty(page).ok()?;
+    if text.len() <= SAFE_CHARS {
+        return Some(text.into_boxed_str());
+    }
+    let compact = crate::model::canonical::json_len_of(page);
+    (compact <= SAFE_CHARS).then(|| text.into_boxed_str())
+}
+
+/// The op's short and full page as text, or `None` when either may need splitting.
+pub(super) fn op_page_texts(
+    reg: &Registry,
+    r: &OpRecord,
+    search: Option<&str>,
+) -> Option<(Box<str>, Box<str>)> {
+    let short = fitting_text(&op_page(reg, r, search, false))?;
+    let full = fitting_text(&op_page(reg, r, search, true))?;
+    Some((short, full))
+}

@@ -1,0 +1,96 @@
+//! The help pages' two ways of being made (as values, as text) agree to the byte.
+
+use super::*;
+use paging::compact;
+
+use crate::compiler::compile_repo_catalog as compile;
+
+/// `help.json` written from the pages as text is the file written from the pages as
+/// values, byte for byte, and each text's compact form is the value's: on every catalog in
+/// the repo (the fleet ones have paged directories), and on a registry with no pages. The
+/// text path writes most op pages without a `Value` (`op_text.rs`): the same bytes.
+#[test]
+fn texts_render_as_values_do() {
+    let mut paged = 0;
+    // Ops left to the `Value` path, then ops the text path made: all, with a policy,
+    // aliases, a long enum, a range, a default, a cut description, notes, an example.
+    let mut direct = [0usize; 10];
+    for dir in [
+        "definitions",
+        "examples/universal-agent/definitions",
+        "tests/fixture/definitions",
+        "tests/catalogs/github",
+        "tests/catalogs/reference-servers",
+        "tests/catalogs/fleet/livemcp",
+        "tests/catalogs/fleet/toolsdk",
+    ] {
+        let reg = compile(dir);
+        let searches = SearchOps::of(&reg);
+        for r in reg.ops.values().filter(|r| !r.hidden) {
+            let Some(_) = op_text::op_page_texts(&reg, r, searches.get(r)) else {
+                direct[0] += 1;
+                continue;
+            };
+            let args = || r.args.iter();
+            let cases = [
+                true,
+                r.policy.is_some(),
+                !r.aliases.is_empty(),
+                args().any(|a| a.enum_.as_ref().is_some_and(|e| e.len() > MAX_ENUM)),
+                args().any(|a| a.range.is_some()),
+                args().any(|a| a.default.is_some()),
+                args().any(|a| a.description.chars().count() > FULL_ARG_CHARS),
+                !notes(searches.get(r), r).is_empty(),
+                !r.examples.is_empty(),
+            ];
+            for (n, case) in direct[1..].iter_mut().zip(cases) {
+                *n += usize::from(case);
+            }
+        }
+        let values = build(&reg);
+        let texts = build_texts(&reg, None);
+        assert_eq!(values.texts(), texts, "{dir}");
+        let text = render_texts(&texts);
+        assert!(render(&values) == text, "{dir}: help.json differs");
+        assert_eq!(
+            text.len(),
+            rendered_len(&texts),
+            "{dir}: the size is not exact"
+        );
+        for (path, p) in &values.pages {
+            let t = &texts.pages[path];
+            assert_eq!(
+                crate::model::help::compact_json(&t.short),
+                compact(&p.short)
+            );
+            assert_eq!(crate::model::help::compact_json(&t.full), compact(&p.full));
+        }
+        paged += values
+            .pages
+            .keys()
+            .filter(|k| k.contains(PAGE_MARK))
+            .count();
+    }
+    assert!(paged > 0, "no catalog has a paged directory");
+    // Both ways of making an op's pages ran above, and the text path met each optional
+    // field (so the equality covers them).
+    assert!(
+        direct.iter().all(|n| *n > 0),
+        "{direct:?}: a case the text path never met"
+    );
+    // No repo catalog has an op with two examples (a full page shows them all).
+    let mut reg = compile("definitions");
+    let r = reg
+        .ops
+        .values_mut()
+        .find(|r| !r.hidden && !r.examples.is_empty())
+        .expect("an op with an example");
+    let mut second = r.examples[0].clone();
+    second.description = "Another call".into();
+    r.examples.push(second);
+    assert_eq!(build(&reg).texts(), build_texts(&reg, None));
+    let empty = PageTexts::default();
+    let doc = HelpDoc::new(String::new(), String::new(), BTreeMap::new());
+    assert_eq!(render_texts(&empty), render(&doc));
+    assert_eq!(render_texts(&empty).len(), rendered_len(&empty));
+}
