@@ -224,21 +224,35 @@ impl Arg {
     /// range for bounded numbers: `<integer 1..5>`). Long enums show their first values and a
     /// count (`a|b|...|+96 more`).
     pub fn placeholder(&self) -> String {
+        let mut out = String::new();
+        self.write_placeholder(&mut out);
+        out
+    }
+
+    /// [`Arg::placeholder`], appended to `out` (a usage line is built in one buffer).
+    fn write_placeholder(&self, out: &mut String) {
+        use std::fmt::Write as _;
         if let Some(values) = &self.enum_ {
-            let mut shown: Vec<String> = values
-                .iter()
-                .take(USAGE_MAX_VALUES)
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                .collect();
-            if values.len() > USAGE_MAX_VALUES {
-                shown.push(format!("+{} more", values.len() - USAGE_MAX_VALUES));
+            for (k, v) in values.iter().take(USAGE_MAX_VALUES).enumerate() {
+                if k > 0 {
+                    out.push('|');
+                }
+                match v.as_str() {
+                    Some(s) => out.push_str(s),
+                    None => {
+                        let _ = write!(out, "{v}");
+                    }
+                }
             }
-            return shown.join("|");
+            if values.len() > USAGE_MAX_VALUES {
+                let _ = write!(out, "|+{} more", values.len() - USAGE_MAX_VALUES);
+            }
+            return;
         }
-        match &self.range {
-            Some(r) => format!("<{} {r}>", self.type_),
-            None => format!("<{}>", self.type_),
-        }
+        let _ = match &self.range {
+            Some(r) => write!(out, "<{} {r}>", self.type_),
+            None => write!(out, "<{}>", self.type_),
+        };
     }
 }
 
@@ -251,7 +265,8 @@ impl OpRecord {
         let optional_room = USAGE_MAX_ARGS.saturating_sub(required);
         let mut optional_seen = 0;
         let mut shown = 0;
-        let mut parts = vec![self.op.clone()];
+        // One buffer: a usage line is made for every op page and listing.
+        let mut line = self.op.clone();
         for a in &self.args {
             if !a.required {
                 optional_seen += 1;
@@ -263,18 +278,23 @@ impl OpRecord {
                 continue;
             }
             shown += 1;
-            let piece = format!("{}={}", a.name, a.placeholder());
-            parts.push(if a.required {
-                piece
-            } else {
-                format!("[{piece}]")
-            });
+            line.push(' ');
+            if !a.required {
+                line.push('[');
+            }
+            line.push_str(&a.name);
+            line.push('=');
+            a.write_placeholder(&mut line);
+            if !a.required {
+                line.push(']');
+            }
         }
         let hidden = self.args.len() - shown;
         if hidden > 0 {
-            parts.push(format!("... ({hidden} more arguments: see the op's help)"));
+            use std::fmt::Write as _;
+            let _ = write!(line, " ... ({hidden} more arguments: see the op's help)");
         }
-        parts.join(" ")
+        line
     }
 }
 

@@ -17,7 +17,7 @@ use crate::model::registry::{Arg, GroupNode, Kind, OpRecord, Registry};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
-mod op_text;
+mod direct;
 mod paging;
 pub use paging::PAGE_MARK;
 use paging::{empty_page, fits, paged, split_description};
@@ -141,10 +141,16 @@ pub fn build(reg: &Registry) -> HelpDoc {
 
 /// The pages whose path `keep` accepts (`toolreg diff` builds only what a change can touch).
 pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
-    let pages = pages_as(reg, keep, &std::sync::Arc::new, &|_, _, pages| pages())
-        .into_iter()
-        .map(|(path, (short, full))| (path, HelpPages { short, full }))
-        .collect();
+    let pages = pages_as(
+        reg,
+        keep,
+        &std::sync::Arc::new,
+        &|_, _, pages| pages(),
+        &|_, _, _, _| None,
+    )
+    .into_iter()
+    .map(|(path, (short, full))| (path, HelpPages { short, full }))
+    .collect();
     HelpDoc::new(
         crate::model::registry::GENERATOR.into(),
         reg.registry_version.clone(),
@@ -163,7 +169,7 @@ pub(crate) fn build_texts(reg: &Registry, memo: Option<&PageMemo>) -> PageTexts 
     };
     let op_pages = |r: &OpRecord, search: Option<&str>, pages: &dyn Fn() -> PageList<Box<str>>| {
         // Written straight to text when the pages fit; through `Value`s when they may not.
-        let fresh = || match op_text::op_page_texts(reg, r, search) {
+        let fresh = || match direct::op_page_texts(reg, r, search) {
             Some(pair) => vec![pair],
             None => pages(),
         };
@@ -178,7 +184,10 @@ pub(crate) fn build_texts(reg: &Registry, memo: Option<&PageMemo>) -> PageTexts 
         });
         split_pages(&text).unwrap_or_else(fresh)
     };
-    let pages = pages_as(reg, &|_| true, &pretty, &op_pages)
+    let entity_pages = |path: &str, e: &str, node: &GroupNode, kind: Option<Kind>| {
+        direct::entity_page_texts(reg, path, e, node, kind)
+    };
+    let pages = pages_as(reg, &|_| true, &pretty, &op_pages, &entity_pages)
         .into_iter()
         .map(|(path, (short, full))| (path, PageText { short, full }))
         .collect();
@@ -195,6 +204,10 @@ type PageList<T> = Vec<(T, T)>;
 /// Given an op, the search op its notes name and how to make its pages, its pages (made, or
 /// taken from elsewhere).
 type OpPages<'a, T> = dyn Fn(&OpRecord, Option<&str>, &dyn Fn() -> PageList<T>) -> PageList<T> + 'a;
+
+/// Given an entity page (the entity's path, the entity, its group, and the kind of ops it lists,
+/// if one), its short and full page when they can be made without paging.
+type EntityPages<'a, T> = dyn Fn(&str, &str, &GroupNode, Option<Kind>) -> Option<(T, T)> + 'a;
 
 /// The memo step of one op's help pages (as text, joined by `join_pages`).
 const OP_PAGES_STEP: &str = "help op pages 1";
@@ -230,12 +243,14 @@ fn split_pages(text: &str) -> Option<PageList<Box<str>>> {
 
 /// Each kept path's short and full page, made into `T` as soon as it is built. `op_pages`
 /// gets each op with the search op its notes name and the op's pages to make; it may answer
-/// them from elsewhere (the build's memo).
+/// them from elsewhere (the build's memo). `entity_pages` may make an entity's pages another
+/// way (straight to text); `None` makes them here.
 fn pages_as<T>(
     reg: &Registry,
     keep: &dyn Fn(&str) -> bool,
     make: &dyn Fn(Value) -> T,
     op_pages: &OpPages<T>,
+    entity_pages: &EntityPages<T>,
 ) -> BTreeMap<String, (T, T)> {
     let mut pages = BTreeMap::new();
     // A directory page is paged when its listings are long (`paged`): its first page keeps the
@@ -285,37 +300,30 @@ fn pages_as<T>(
             pages.insert(key, pair);
         }
     };
-    let mut insert_paged = |path: &str, f: &dyn Fn(bool) -> Value, lists: &[&str]| {
-        insert(path, page_list(path, f, lists));
-    };
     if keep(ROOT) {
-        insert_paged(ROOT, &|full| root(reg, full), &["groups"]);
+        insert(ROOT, page_list(ROOT, &|full| root(reg, full), &["groups"]));
     }
     for (g, node) in &reg.tree {
         if keep(g) {
-            insert_paged(
-                g,
-                &|full| group(reg, g, node, full),
-                &["entities", "ops", "all_ops"],
-            );
+            let lists = ["entities", "ops", "all_ops"];
+            insert(g, page_list(g, &|full| group(reg, g, node, full), &lists));
         }
         for e in node.entities.keys() {
             let path = format!("{g}.{e}");
-            if keep(&path) {
-                insert_paged(
-                    &path,
-                    &|full| entity(reg, &path, e, node, None, full),
-                    &["ops"],
-                );
-            }
-            for kind in [Kind::Read, Kind::Write] {
-                let kpath = format!("{path}.{}", kind.as_str());
-                if keep(&kpath) {
-                    insert_paged(
-                        &kpath,
-                        &|full| entity(reg, &path, e, node, Some(kind), full),
-                        &["ops"],
-                    );
+            for kind in [None, Some(Kind::Read), Some(Kind::Write)] {
+                let kpath = match kind {
+                    Some(k) => format!("{path}.{}", k.as_str()),
+                    None => path.clone(),
+                };
+                if !keep(&kpath) {
+                    continue;
+                }
+                match entity_pages(&path, e, node, kind) {
+                    Some(pair) => insert(&kpath, vec![pair]),
+                    None => {
+                        let f = |full| entity(reg, &path, e, node, kind, full);
+                        insert(&kpath, page_list(&kpath, &f, &["ops"]))
+                    }
                 }
             }
         }

@@ -8,13 +8,16 @@ use crate::compiler::compile_repo_catalog as compile;
 /// `help.json` written from the pages as text is the file written from the pages as
 /// values, byte for byte, and each text's compact form is the value's: on every catalog in
 /// the repo (the fleet ones have paged directories), and on a registry with no pages. The
-/// text path writes most op pages without a `Value` (`op_text.rs`): the same bytes.
+/// text path writes most op and entity pages without a `Value` (`direct.rs`): the same bytes.
 #[test]
 fn texts_render_as_values_do() {
     let mut paged = 0;
     // Ops left to the `Value` path, then ops the text path made: all, with a policy,
     // aliases, a long enum, a range, a default, a cut description, notes, an example.
     let mut direct = [0usize; 10];
+    // Entity pages (with their read and write pages) left to the `Value` path, made as text
+    // without a summary, and with one.
+    let mut entities = [0usize; 3];
     for dir in [
         "definitions",
         "examples/universal-agent/definitions",
@@ -27,7 +30,7 @@ fn texts_render_as_values_do() {
         let reg = compile(dir);
         let searches = SearchOps::of(&reg);
         for r in reg.ops.values().filter(|r| !r.hidden) {
-            let Some(_) = op_text::op_page_texts(&reg, r, searches.get(r)) else {
+            let Some(_) = direct::op_page_texts(&reg, r, searches.get(r)) else {
                 direct[0] += 1;
                 continue;
             };
@@ -45,6 +48,15 @@ fn texts_render_as_values_do() {
             ];
             for (n, case) in direct[1..].iter_mut().zip(cases) {
                 *n += usize::from(case);
+            }
+        }
+        for (g, node) in &reg.tree {
+            for (e, en) in &node.entities {
+                let path = format!("{g}.{e}");
+                for kind in [None, Some(Kind::Read), Some(Kind::Write)] {
+                    let made = direct::entity_page_texts(&reg, &path, e, node, kind).is_some();
+                    entities[usize::from(made) + usize::from(made && en.summary.is_some())] += 1;
+                }
             }
         }
         let values = build(&reg);

@@ -1,14 +1,15 @@
-//! An op's help pages written straight to text: the same bytes `op_page` makes through a
-//! `Value` tree (`texts_render_as_values_do` proves it on every repo catalog), without copying
-//! each summary, argument, example and policy line into that tree first. Building the trees
-//! was about a third of the help pages' time at 10,000 ops.
+//! Op and entity help pages written straight to text: the same bytes `op_page` and `entity`
+//! make through a `Value` tree (`texts_render_as_values_do` proves it on every repo catalog),
+//! without copying each summary, argument, example and policy line into that tree first.
+//! Building the trees was about a third of the help pages' time at 10,000 ops.
 //!
 //! Only pages that fit their budget take this path; a page that must be split (a long
-//! description, many arguments) is built as a `Value`, where the splitting works.
+//! description, many arguments, a long listing) is built as a `Value`, where the splitting
+//! works. The root and group pages, a few per catalog, are always built as values.
 
 use super::paging::SAFE_CHARS;
-use super::{first_sentence, notes, FULL_ARG_CHARS, MAX_ENUM, SHORT_ARG_CHARS};
-use crate::model::registry::{Arg, OpRecord, Registry};
+use super::{first_sentence, notes, visible, FULL_ARG_CHARS, MAX_ENUM, SHORT_ARG_CHARS};
+use crate::model::registry::{Arg, GroupNode, Kind, OpRecord, Registry};
 use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -159,7 +160,7 @@ fn op_page<'a>(reg: &'a Registry, r: &'a OpRecord, search: Option<&str>, full: b
 /// One page as pretty JSON, when it surely fits its budget: within `SAFE_CHARS` as compact
 /// JSON, which is never longer than the pretty text. `None` leaves the page to the `Value`
 /// path (which counts its tokens and splits it when it must).
-fn fitting_text(page: &OpPage) -> Option<Box<str>> {
+fn fitting_text(page: &impl Serialize) -> Option<Box<str>> {
     let text = serde_json::to_string_pretty(page).ok()?;
     if text.len() <= SAFE_CHARS {
         return Some(text.into_boxed_str());
@@ -176,5 +177,73 @@ pub(super) fn op_page_texts(
 ) -> Option<(Box<str>, Box<str>)> {
     let short = fitting_text(&op_page(reg, r, search, false))?;
     let full = fitting_text(&op_page(reg, r, search, true))?;
+    Some((short, full))
+}
+
+/// An entity page's fields in `entity`'s order (its summary was set last).
+#[derive(Serialize)]
+struct EntityPage<'a> {
+    path: Cow<'a, str>,
+    ops: Vec<Listing<'a>>,
+    next: String,
+    registry_version: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
+}
+
+/// An op in a directory listing (`listing`'s fields).
+#[derive(Serialize)]
+struct Listing<'a> {
+    op: &'a str,
+    kind: &'a str,
+    summary: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<String>,
+}
+
+fn entity_page<'a>(
+    reg: &'a Registry,
+    path: &'a str,
+    e: &str,
+    node: &'a GroupNode,
+    kind: Option<Kind>,
+    full: bool,
+) -> EntityPage<'a> {
+    let en = &node.entities[e];
+    let ops: Vec<Listing> = visible(reg, &en.ops)
+        .filter(|r| kind.is_none_or(|k| r.kind == k))
+        .map(|r| Listing {
+            op: &r.op,
+            kind: r.kind.as_str(),
+            summary: &r.summary,
+            usage: full.then(|| r.usage()),
+        })
+        .collect();
+    let first = ops.first().map_or(path, |o| o.op);
+    EntityPage {
+        path: kind.map_or(Cow::Borrowed(path), |k| {
+            Cow::Owned(format!("{path}.{}", k.as_str()))
+        }),
+        next: format!(
+            "Call {} with an op path, e.g. {{\"path\": \"{first}\"}}, for usage and a call to copy; or call {} directly if you know the args.",
+            reg.gateway.help, reg.gateway.exec
+        ),
+        ops,
+        registry_version: &reg.registry_version,
+        summary: en.summary.as_deref(),
+    }
+}
+
+/// An entity's short and full page (`path` is the entity's, `kind` the kind of ops listed, if
+/// one), or `None` when either may need paging.
+pub(super) fn entity_page_texts(
+    reg: &Registry,
+    path: &str,
+    e: &str,
+    node: &GroupNode,
+    kind: Option<Kind>,
+) -> Option<(Box<str>, Box<str>)> {
+    let short = fitting_text(&entity_page(reg, path, e, node, kind, false))?;
+    let full = fitting_text(&entity_page(reg, path, e, node, kind, true))?;
     Some((short, full))
 }
