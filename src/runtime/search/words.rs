@@ -130,7 +130,8 @@ pub fn tokenize(text: &str) -> Vec<String> {
     let end_word = |cur: &mut String, words: &mut Vec<(String, bool)>, clitic_may_follow: bool| {
         if !cur.is_empty() {
             if !(clitic_may_follow && is_clitic(cur)) {
-                words.push((std::mem::take(cur), false));
+                // A copy sized to the word; `cur` keeps its buffer for the next one.
+                words.push((cur.clone(), false));
             } else if cur == "t" && words.last().is_some_and(|(w, _)| w.ends_with('n')) {
                 // `don't`, `isn't`, `won't`: the auxiliary goes with its `n't`, as stop words.
                 words.pop();
@@ -167,7 +168,7 @@ pub fn tokenize(text: &str) -> Vec<String> {
     words
         .into_iter()
         .filter(|(w, cjk)| *cjk || !is_stop(w))
-        .map(|(w, cjk)| if cjk { w } else { stem(&w) })
+        .map(|(w, cjk)| if cjk { w } else { stem_owned(w) })
         .collect()
 }
 
@@ -219,8 +220,8 @@ pub(super) fn one_deletions(w: &str) -> Vec<String> {
 }
 
 pub(super) fn is_stop(w: &str) -> bool {
-    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
-        std::sync::OnceLock::new();
+    // foldhash: the set is asked about every word of every op when the index is built.
+    static SET: std::sync::OnceLock<foldhash::HashSet<&'static str>> = std::sync::OnceLock::new();
     SET.get_or_init(|| STOP_WORDS.split_whitespace().collect())
         .contains(w)
 }
@@ -228,7 +229,11 @@ pub(super) fn is_stop(w: &str) -> bool {
 /// Light, symmetric stemming: plurals, -ing, -ed, and a final `e` (so update / updated /
 /// updating meet).
 pub fn stem(w: &str) -> String {
-    let mut s = w.to_string();
+    stem_owned(w.to_string())
+}
+
+/// [`stem`] of a word the caller owns, in its own buffer (tokenizing stems every word).
+fn stem_owned(mut s: String) -> String {
     if s.len() > 4 && s.ends_with("ies") {
         s.truncate(s.len() - 3);
         s.push('y');
