@@ -78,6 +78,18 @@ pub enum OverlaySource {
     Text(String),
 }
 
+/// The repo's own and vendored catalogs the emitters' unit tests check their output on (every
+/// schema feature, real MCP servers' tool lists); the fleets are added where a test can afford
+/// them.
+#[cfg(test)]
+pub(crate) const REPO_CATALOGS: [&str; 5] = [
+    "definitions",
+    "examples/universal-agent/definitions",
+    "tests/fixture/definitions",
+    "tests/catalogs/github",
+    "tests/catalogs/reference-servers",
+];
+
 /// A folder of this repo (`definitions`, `tests/catalogs/github`, ...), compiled: what the
 /// emitters' unit tests check their output on.
 #[cfg(test)]

@@ -550,13 +550,7 @@ mod tests {
     #[test]
     fn memo_matches_fresh_formatting() {
         let mut hits = 0;
-        for dir in [
-            "definitions",
-            "examples/universal-agent/definitions",
-            "tests/fixture/definitions",
-            "tests/catalogs/github",
-            "tests/catalogs/reference-servers",
-        ] {
+        for dir in crate::compiler::REPO_CATALOGS {
             let reg = compile(dir);
             let memo = ImplMemo::default();
             let with = generate_with(&reg, Some(&memo), None, false);

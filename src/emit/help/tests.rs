@@ -18,15 +18,11 @@ fn texts_render_as_values_do() {
     // Entity pages (with their read and write pages) left to the `Value` path, made as text
     // without a summary, and with one.
     let mut entities = [0usize; 3];
-    for dir in [
-        "definitions",
-        "examples/universal-agent/definitions",
-        "tests/fixture/definitions",
-        "tests/catalogs/github",
-        "tests/catalogs/reference-servers",
+    let fleets = [
         "tests/catalogs/fleet/livemcp",
         "tests/catalogs/fleet/toolsdk",
-    ] {
+    ];
+    for dir in crate::compiler::REPO_CATALOGS.into_iter().chain(fleets) {
         let reg = compile(dir);
         let searches = SearchOps::of(&reg);
         for r in reg.ops.values().filter(|r| !r.hidden) {
