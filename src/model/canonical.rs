@@ -6,13 +6,9 @@
 
 use serde_json::{Map, Value};
 
-/// Bytes of `v` as compact JSON, counted without building the text.
-pub fn json_len(v: &Value) -> usize {
-    json_len_of(v)
-}
-
-/// Bytes of anything serializable as compact JSON, counted without building the text.
-pub fn json_len_of<T: serde::Serialize + ?Sized>(v: &T) -> usize {
+/// Bytes of `v` (a `Value` or any serializable page) as compact JSON, counted without building
+/// the text.
+pub fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

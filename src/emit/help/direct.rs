@@ -1,11 +1,10 @@
-//! Op and entity help pages written straight to text: the same bytes `op_page` and `entity`
-//! make through a `Value` tree (`texts_render_as_values_do` proves it on every repo catalog),
-//! without copying each summary, argument, example and policy line into that tree first.
-//! Building the trees was about a third of the help pages' time at 10,000 ops.
-//!
-//! Only pages that fit their budget take this path; a page that must be split (a long
-//! description, many arguments, a long listing) is built as a `Value`, where the splitting
-//! works. The root and group pages, a few per catalog, are always built as values.
+//! Op and entity help pages, and directory listings, defined once as borrowed structs: a page
+//! that fits its budget is written straight to text from them, without copying each summary,
+//! argument, example and policy line into a `Value` tree first (building the trees was about a
+//! third of the help pages' time at 10,000 ops). The `Value` path (`build`, and a page that may
+//! need paging, where the splitting works) makes its values from the same structs;
+//! `texts_render_as_values_do` proves the two write the same bytes on every repo catalog. The
+//! root and group pages, a few per catalog, are built as values.
 
 use super::paging::SAFE_CHARS;
 use super::{first_sentence, notes, visible, FULL_ARG_CHARS, MAX_ENUM, SHORT_ARG_CHARS};
@@ -14,9 +13,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 
-/// An op page's fields in `op_page`'s order (a `Value` keeps its keys in insertion order).
+/// An op page's fields, in the order a model should read them.
 #[derive(Serialize)]
-struct OpPage<'a> {
+pub(super) struct OpPage<'a> {
     path: &'a str,
     kind: &'a str,
     summary: &'a str,
@@ -65,7 +64,7 @@ struct Call<'a> {
     args: &'a Value,
 }
 
-/// `arg_entry`'s fields, in its order.
+/// One argument of an op page.
 #[derive(Serialize)]
 struct ArgEntry<'a> {
     name: &'a str,
@@ -117,7 +116,12 @@ fn arg_entry(a: &Arg, full: bool) -> ArgEntry<'_> {
     }
 }
 
-fn op_page<'a>(reg: &'a Registry, r: &'a OpRecord, search: Option<&str>, full: bool) -> OpPage<'a> {
+pub(super) fn op_page<'a>(
+    reg: &'a Registry,
+    r: &'a OpRecord,
+    search: Option<&str>,
+    full: bool,
+) -> OpPage<'a> {
     let shown = if full { usize::MAX } else { 1 };
     OpPage {
         path: &r.op,
@@ -165,7 +169,7 @@ fn fitting_text(page: &impl Serialize) -> Option<Box<str>> {
     if text.len() <= SAFE_CHARS {
         return Some(text.into_boxed_str());
     }
-    let compact = crate::model::canonical::json_len_of(page);
+    let compact = crate::model::canonical::json_len(page);
     (compact <= SAFE_CHARS).then(|| text.into_boxed_str())
 }
 
@@ -180,9 +184,9 @@ pub(super) fn op_page_texts(
     Some((short, full))
 }
 
-/// An entity page's fields in `entity`'s order (its summary was set last).
+/// An entity page's fields (its summary last).
 #[derive(Serialize)]
-struct EntityPage<'a> {
+pub(super) struct EntityPage<'a> {
     path: Cow<'a, str>,
     ops: Vec<Listing<'a>>,
     next: String,
@@ -191,9 +195,9 @@ struct EntityPage<'a> {
     summary: Option<&'a str>,
 }
 
-/// An op in a directory listing (`listing`'s fields).
+/// An op in a directory listing.
 #[derive(Serialize)]
-struct Listing<'a> {
+pub(super) struct Listing<'a> {
     op: &'a str,
     kind: &'a str,
     summary: &'a str,
@@ -201,7 +205,17 @@ struct Listing<'a> {
     usage: Option<String>,
 }
 
-fn entity_page<'a>(
+/// An op in a directory listing.
+pub(super) fn listing(r: &OpRecord, full: bool) -> Listing<'_> {
+    Listing {
+        op: &r.op,
+        kind: r.kind.as_str(),
+        summary: &r.summary,
+        usage: full.then(|| r.usage()),
+    }
+}
+
+pub(super) fn entity_page<'a>(
     reg: &'a Registry,
     path: &'a str,
     e: &str,
@@ -212,12 +226,7 @@ fn entity_page<'a>(
     let en = &node.entities[e];
     let ops: Vec<Listing> = visible(reg, &en.ops)
         .filter(|r| kind.is_none_or(|k| r.kind == k))
-        .map(|r| Listing {
-            op: &r.op,
-            kind: r.kind.as_str(),
-            summary: &r.summary,
-            usage: full.then(|| r.usage()),
-        })
+        .map(|r| listing(r, full))
         .collect();
     let first = ops.first().map_or(path, |o| o.op);
     EntityPage {

@@ -13,8 +13,8 @@ use super::FileMap;
 use super::PageMemo;
 use crate::model::help::{HelpDoc, HelpPages, ROOT};
 use crate::model::help::{PageText, PageTexts};
-use crate::model::registry::{Arg, GroupNode, Kind, OpRecord, Registry};
-use serde_json::{json, Map, Value};
+use crate::model::registry::{GroupNode, Kind, OpRecord, Registry};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 mod direct;
@@ -376,11 +376,13 @@ fn group_ops(reg: &Registry, node: &GroupNode) -> Vec<String> {
 
 /// An op in a directory listing.
 fn listing(r: &OpRecord, full: bool) -> Value {
-    let mut v = json!({"op": r.op, "kind": r.kind.as_str(), "summary": r.summary});
-    if full {
-        v["usage"] = json!(r.usage());
-    }
-    v
+    to_value(direct::listing(r, full))
+}
+
+/// A page made as text by `direct`, as a `Value` (for paging and for `build`): one definition
+/// of each page's fields serves both.
+fn to_value(page: impl serde::Serialize) -> Value {
+    serde_json::to_value(page).expect("a help page is plain data")
 }
 
 /// The call contract: the exact shapes of a help call and an exec call, with one example each.
@@ -480,74 +482,12 @@ fn entity(
     kind: Option<Kind>,
     full: bool,
 ) -> Value {
-    let en = &node.entities[e];
-    let ops: Vec<Value> = visible(reg, &en.ops)
-        .filter(|r| kind.is_none_or(|k| r.kind == k))
-        .map(|r| listing(r, full))
-        .collect();
-    let first = ops
-        .first()
-        .and_then(|o| o["op"].as_str())
-        .unwrap_or(path)
-        .to_string();
-    let mut page = json!({
-        "path": kind.map_or(path.to_string(), |k| format!("{path}.{}", k.as_str())),
-        "ops": ops,
-        "next": format!("Call {} with an op path, e.g. {{\"path\": \"{first}\"}}, for usage and a call to copy; or call {} directly if you know the args.", reg.gateway.help, reg.gateway.exec),
-        "registry_version": reg.registry_version,
-    });
-    if let Some(s) = &en.summary {
-        page["summary"] = json!(s);
-    }
-    page
+    to_value(direct::entity_page(reg, path, e, node, kind, full))
 }
 
 fn first_sentence(text: &str, max: usize) -> String {
     let s = crate::model::text::first_sentence(text);
     crate::model::text::truncate_words(&s, max)
-}
-
-fn arg_entry(a: &Arg, full: bool) -> Value {
-    let mut v = Map::new();
-    v.insert("name".into(), json!(a.name));
-    v.insert("type".into(), json!(a.type_));
-    if a.required {
-        v.insert("required".into(), json!(true));
-    }
-    if let Some(d) = &a.default {
-        v.insert("default".into(), d.clone());
-    }
-    if let Some(e) = &a.enum_ {
-        // A page holds at most MAX_ENUM values of one argument (a country list once made one
-        // argument 2,900 tokens); `include_schemas: true` adds the schema with all of them.
-        if e.len() > MAX_ENUM {
-            v.insert("enum".into(), json!(e[..MAX_ENUM]));
-            v.insert("enum_more".into(), json!(e.len() - MAX_ENUM));
-        } else {
-            v.insert("enum".into(), json!(e));
-        }
-    }
-    if full {
-        if let Some(r) = &a.range {
-            v.insert("range".into(), json!(r));
-        }
-    }
-    let desc = if full {
-        if a.description.chars().count() > FULL_ARG_CHARS {
-            format!(
-                "{} (cut; include_schemas: true has it whole)",
-                crate::model::text::truncate_words(&a.description, FULL_ARG_CHARS)
-            )
-        } else {
-            a.description.clone()
-        }
-    } else {
-        first_sentence(&a.description, SHORT_ARG_CHARS)
-    };
-    if !desc.is_empty() {
-        v.insert("description".into(), json!(desc));
-    }
-    Value::Object(v)
 }
 
 /// The first search op (in op order) of each group and entity, which a create op's notes name:
@@ -609,39 +549,7 @@ fn notes(search: Option<&str>, r: &OpRecord) -> Vec<String> {
 }
 
 fn op_page(reg: &Registry, searches: &SearchOps, r: &OpRecord, full: bool) -> Value {
-    let calls = |n: usize| -> Vec<Value> {
-        r.examples
-            .iter()
-            .take(n)
-            .map(|e| json!({"description": e.description, "call": {"op": r.op, "args": e.args}}))
-            .collect()
-    };
-    let mut page = json!({
-        "path": r.op,
-        "kind": r.kind.as_str(),
-        "summary": r.summary,
-        "usage": r.usage(),
-        "args": r.args.iter().map(|a| arg_entry(a, full)).collect::<Vec<_>>(),
-        "required_args": r.required_args,
-        "id_args": r.id_args,
-        "notes": notes(searches.get(r), r),
-        "examples": calls(if full { usize::MAX } else { 1 }),
-        "registry_version": reg.registry_version,
-    });
-    if let Some(p) = &r.policy {
-        page["policy"] = json!({"do": p.do_, "dont": p.dont, "edge_cases": p.edge_cases});
-    }
-    if full {
-        page["description"] = json!(r.description);
-        page["tool_name"] = json!(r.tool_name);
-        page["destructive"] = json!(r.destructive);
-        page["dry_run_default"] = json!(r.dry_run_default);
-        page["id_discovery"] = json!(r.id_discovery);
-        if !r.aliases.is_empty() {
-            page["aliases"] = json!(r.aliases);
-        }
-    }
-    page
+    to_value(direct::op_page(reg, r, searches.get(r), full))
 }
 
 #[cfg(test)]

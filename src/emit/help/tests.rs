@@ -8,7 +8,8 @@ use crate::compiler::compile_repo_catalog as compile;
 /// `help.json` written from the pages as text is the file written from the pages as
 /// values, byte for byte, and each text's compact form is the value's: on every catalog in
 /// the repo (the fleet ones have paged directories), and on a registry with no pages. The
-/// text path writes most op and entity pages without a `Value` (`direct.rs`): the same bytes.
+/// text path writes most op and entity pages without a `Value` (`direct.rs`), the `Value` path
+/// serializes the same structs into values and pretty-prints those: the same bytes.
 #[test]
 fn texts_render_as_values_do() {
     let mut paged = 0;
