@@ -355,6 +355,12 @@ impl Memo {
         Some(v)
     }
 
+    /// The value of `step` on `input` when this build or an earlier one computed it (then it is
+    /// used, as by [`Memo::get_or_compute`]); `None` computes nothing.
+    pub fn get(&self, step: &str, input: &[u8]) -> Option<Arc<str>> {
+        self.served(&self.key(step, input))
+    }
+
     /// Whether `step` on `input` would be served without computing (used by this build, or
     /// read from disk and not yet used). Counts nothing.
     pub fn has(&self, step: &str, input: &[u8]) -> bool {

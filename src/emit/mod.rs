@@ -8,6 +8,7 @@ pub mod docs;
 pub mod help;
 pub mod lookup;
 pub mod outputs;
+mod page_memo;
 pub mod python;
 pub mod registry_json;
 pub mod report;
@@ -24,6 +25,7 @@ use crate::model::canonical::to_pretty;
 use crate::model::diag::Diagnostics;
 use crate::model::registry::Registry;
 use outputs::{Artifacts as _, Outputs};
+pub(crate) use page_memo::{OpDigests, PageMemo};
 use std::collections::BTreeMap;
 
 /// Relative `/`-separated path -> file contents. Sorted, so writing and checking are stable.
@@ -194,7 +196,7 @@ impl Emitter {
                 shared.done_with_help();
                 files
             }
-            Emitter::Rust => rust::emit(reg, settings.memo.as_deref(), diags),
+            Emitter::Rust => rust::emit(reg, shared.page_memo(reg).as_ref(), diags),
             Emitter::Ts => typescript::emit(reg, shared.page_memo(reg).as_ref()),
             Emitter::Docs => docs::render(
                 reg,
@@ -295,79 +297,6 @@ impl Shared<'_> {
         let memo = self.settings.memo.as_deref()?;
         let digests = self.op_digests.get_or_init(|| OpDigests::of(reg));
         Some(PageMemo { memo, digests })
-    }
-}
-
-/// Each op's record as a digest: a blake3 of the whole record as serialized (every field, so
-/// anything in it that shapes a page changes the digest).
-pub(crate) struct OpDigests(std::collections::HashMap<String, [u8; 32]>);
-
-impl OpDigests {
-    fn of(reg: &Registry) -> OpDigests {
-        let digest = |r: &crate::model::registry::OpRecord| {
-            let mut h = blake3::Hasher::new();
-            crate::model::canonical::hash_json(&mut h, r);
-            *h.finalize().as_bytes()
-        };
-        OpDigests(
-            reg.ops
-                .values()
-                .map(|r| (r.op.clone(), digest(r)))
-                .collect(),
-        )
-    }
-}
-
-/// Where an emitter finds an unchanged op's page from an earlier build (see
-/// [`Memo::get_or_compute_stamped`](crate::compiler::memo::Memo::get_or_compute_stamped)).
-pub(crate) struct PageMemo<'a> {
-    memo: &'a crate::compiler::memo::Memo,
-    digests: &'a OpDigests,
-}
-
-impl PageMemo<'_> {
-    /// `step`'s text for op `r`, whose page is shaped by the op's record and by `context` (the
-    /// few registry-wide things the page shows) and stamped with `version`.
-    pub(crate) fn page(
-        &self,
-        step: &str,
-        r: &crate::model::registry::OpRecord,
-        context: &[&str],
-        version: &str,
-        compute: impl FnOnce() -> String,
-    ) -> String {
-        match self.input(r, context) {
-            Some(input) => self
-                .memo
-                .get_or_compute_stamped(step, &input, version, compute),
-            None => compute(),
-        }
-    }
-
-    /// `page` for a page that carries no registry version (a docs page of one op).
-    pub(crate) fn unstamped_page(
-        &self,
-        step: &str,
-        r: &crate::model::registry::OpRecord,
-        context: &[&str],
-        compute: impl FnOnce() -> String,
-    ) -> String {
-        match self.input(r, context) {
-            Some(input) => self.memo.get_or_compute(step, &input, compute).to_string(),
-            None => compute(),
-        }
-    }
-
-    /// The memo input of op `r`'s page: the op's digest, then each part of `context`
-    /// length-prefixed, so no two contexts read the same.
-    fn input(&self, r: &crate::model::registry::OpRecord, context: &[&str]) -> Option<Vec<u8>> {
-        let digest = self.digests.0.get(&r.op)?;
-        let mut input = digest.to_vec();
-        for part in context {
-            input.extend_from_slice(&(part.len() as u64).to_le_bytes());
-            input.extend_from_slice(part.as_bytes());
-        }
-        Some(input)
     }
 }
 
@@ -478,13 +407,24 @@ fn escape_raw_controls(path: &str, text: &mut String) {
 
 /// Whether `text` holds a control character other than newline and tab: C0 (U+0000-U+001F),
 /// DEL and C1 (U+0080-U+009F, which UTF-8 writes as 0xC2 then 0x80-0x9F). Read as bytes, not
-/// decoded, since every page and source file of a build passes here (100+ MB at 10,000 tools).
+/// decoded, since every page and source file of a build passes here (100+ MB at 10,000 tools):
+/// blocks are screened by a fold without branches, which the compiler vectorizes (a byte at a
+/// time, stopping at the first hit, was 2% of a one-tool rebuild), and only a block holding a
+/// candidate (0xC2 also starts printable characters, U+00A0-U+00BF) is read exactly.
 fn has_raw_control(text: &str) -> bool {
+    const BLOCK: usize = 64;
     let bytes = text.as_bytes();
-    bytes.iter().enumerate().any(|(i, &b)| {
+    let raw_at = |i: usize| {
+        let b = bytes[i];
         (b < 0x20 && b != b'\n' && b != b'\t')
             || b == 0x7f
             || (b == 0xc2 && bytes.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n)))
+    };
+    bytes.chunks(BLOCK).enumerate().any(|(k, block)| {
+        let candidate = block.iter().fold(false, |seen, &b| {
+            seen | ((b < 0x20) & (b != b'\n') & (b != b'\t')) | (b == 0x7f) | (b == 0xc2)
+        });
+        candidate && (k * BLOCK..k * BLOCK + block.len()).any(raw_at)
     })
 }
 
@@ -577,11 +517,15 @@ mod tests {
             .collect();
         for &a in &probes {
             for b in ['x', '\n', 'é', '\u{85}', 'Â'] {
+                // Also where the scan's blocks meet (64 bytes), a pair split across them.
                 for text in [
                     format!("{a}"),
                     format!("{a}{b}"),
                     format!("{b}{a}"),
                     format!("ok {a}"),
+                    format!("{}{a}{b}", "x".repeat(62)),
+                    format!("{}{a}{b}", "x".repeat(63)),
+                    format!("{}{a}", "x".repeat(64)),
                 ] {
                     assert_eq!(has_raw_control(&text), by_chars(&text), "{text:?}");
                 }

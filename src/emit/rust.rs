@@ -18,7 +18,7 @@
 //! `serde_path_to_error` (which names the failing field in `OpArgs::parse`).
 
 use super::FileMap;
-use crate::compiler::memo::Memo;
+use super::PageMemo;
 use crate::model::diag::{Code, Diagnostic, Diagnostics};
 use crate::model::registry::{Kind, OpRecord, Registry};
 use heck::ToUpperCamelCase;
@@ -317,49 +317,78 @@ pub fn generate(reg: &Registry) -> Generated {
     generate_memo(reg, None)
 }
 
-/// `generate`, taking each op's types from `memo` when an earlier build typed the same schema.
-pub fn generate_memo(reg: &Registry, memo: Option<&Memo>) -> Generated {
+/// `generate`, taking each op's types from `memo` when an earlier build typed the same op.
+pub(crate) fn generate_memo(reg: &Registry, memo: Option<&PageMemo>) -> Generated {
     generate_with(reg, Some(&ImplMemo::default()), memo, true)
 }
 
-/// The memo step of one op's types, whose input is the stem and the schema typify sees.
-const MEMO_STEP: &str = "rust.op_types";
+/// The memo step of one op's types, whose input is the op's digest (its whole record, so its
+/// parameters' schema) and its stem: what the schema typify sees is made from.
+const MEMO_STEP: &str = "rust.op_types.3";
 
 /// `generate`, with or without the impl memo (the test compares both) and the build memo.
 fn generate_with(
     reg: &Registry,
     impls: Option<&ImplMemo>,
-    memo: Option<&Memo>,
+    memo: Option<&PageMemo>,
     share: bool,
 ) -> Generated {
     let ops: Vec<&OpRecord> = reg.ops.values().collect();
     let stems = stems(&ops);
+    // Ops an earlier build typed are served by their record's digest before any schema is
+    // prepared: preparing, serializing and keying every op's schema to find it in the memo was
+    // most of a one-tool rebuild's time in this emitter. An entry that passed the memo's check
+    // but does not read is typed again, never trusted.
+    let all: Vec<usize> = (0..ops.len()).collect();
+    let mut typed: Vec<Option<Result<OpTypes, String>>> = match memo {
+        Some(m) => crate::compiler::parallel::map_in_order(&all, |&i| {
+            shared::from_memo(&m.get(MEMO_STEP, ops[i], &[&stems[i]])?)
+        }),
+        None => vec![None; ops.len()],
+    };
+    let todo: Vec<usize> = all.into_iter().filter(|&i| typed[i].is_none()).collect();
+    let todo_stems: Vec<String> = todo.iter().map(|&i| stems[i].clone()).collect();
     // Silence typify's panic messages while probing; restore the hook afterwards.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let schemas: Vec<Value> = ops
+    let schemas: Vec<Value> = todo
         .iter()
-        .zip(&stems)
-        .map(|(r, stem)| prepare(r, stem))
+        .zip(&todo_stems)
+        .map(|(&i, stem)| prepare(ops[i], stem))
         .collect();
-    let typer = Typer::new(&schemas, &stems, impls, memo);
-    let (typed, sharing) = if share {
-        type_shared(&stems, &typer)
+    let typer = Typer::new(&schemas, &todo_stems, impls);
+    let (fresh, sharing) = if share {
+        type_shared(&todo_stems, &typer)
     } else {
-        let all: Vec<usize> = (0..ops.len()).collect();
-        let typed = crate::compiler::parallel::map_in_order(&all, |&i| typer.types(i, None));
-        (typed, shared::Sharing::default())
+        let all: Vec<usize> = (0..todo.len()).collect();
+        let fresh = crate::compiler::parallel::map_in_order(&all, |&i| typer.types(i, None));
+        (fresh, shared::Sharing::default())
     };
     std::panic::set_hook(hook);
     // The prepared schemas are a copy of every op's schema: gone before the file is written.
     drop(typer);
     drop(schemas);
+    for (&i, mut t) in todo.iter().zip(fresh) {
+        // Formatted text grows by doubling: held for every op until the file is assembled,
+        // its spare room was 20 MB of a 10,000-tool build's peak.
+        if let Ok(t) = &mut t {
+            t.items.shrink_to_fit();
+        }
+        typed[i] = Some(t);
+    }
+    if let Some(m) = memo {
+        crate::compiler::parallel::map_in_order(&todo, |&i| {
+            if let Some(t) = &typed[i] {
+                m.put(MEMO_STEP, ops[i], &[&stems[i]], || shared::to_memo(t));
+            }
+        });
+    }
     let mut fallbacks = BTreeMap::new();
     let mut names = BTreeMap::new();
     let mut items = Vec::with_capacity(ops.len());
     let mut defaults: BTreeMap<String, String> = BTreeMap::new();
     for (r, outcome) in ops.iter().zip(typed) {
-        match outcome {
+        match outcome.expect("every op is served or typed") {
             Ok(t) => {
                 names.insert(r.op.clone(), t.root);
                 items.push(t.items);
@@ -513,7 +542,7 @@ fn assemble(
 }
 
 /// The emitter: the file, and a TR070 warning per op that fell back to `serde_json::Value`.
-pub fn emit(reg: &Registry, memo: Option<&Memo>, diags: &mut Diagnostics) -> FileMap {
+pub(crate) fn emit(reg: &Registry, memo: Option<&PageMemo>, diags: &mut Diagnostics) -> FileMap {
     let g = generate_memo(reg, memo);
     for (op, why) in &g.fallbacks {
         // Located at the tool's parameters; the file is relative to the definitions folder

@@ -1,19 +1,73 @@
 //! Sharing typify's work between ops whose schemas differ only in their stem (see
-//! [`type_shared`]), and [`Typer`]: how the emitter gets one op's types (the build memo, typify,
-//! or shared token text).
+//! [`type_shared`]), and [`Typer`]: how the emitter types one op (typify, or shared token
+//! text). Ops an earlier build typed never get here (the emitter serves them from the build
+//! memo first).
 
-use super::{format_op, op_types, typify_op, ImplMemo, MEMO_STEP};
-use crate::compiler::memo::Memo;
+use super::{format_op, op_types, typify_op, ImplMemo};
 use serde_json::Value;
 use std::collections::HashMap;
 
 /// One op's share of the output: its types (formatted) and the `defaults` functions they call.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct OpTypes {
     pub root: String,
     pub items: String,
     /// `defaults` module functions by name, as source text (merged and formatted once at the end).
     pub defaults: Vec<(String, String)>,
+}
+
+/// An op's typing outcome as the build memo keeps it: `O` then its pieces (root, items, then
+/// each `defaults` function's name and text), or `E` then the reason; a piece is its length in
+/// bytes, in decimal, a colon and its text. Reading it back copies each piece once: as JSON, the
+/// escaped Rust text of 10,000 ops took longer to read than every other step of this emitter in
+/// a one-tool rebuild.
+pub(super) fn to_memo(t: &Result<OpTypes, String>) -> String {
+    use std::fmt::Write;
+    match t {
+        Err(why) => format!("E{why}"),
+        Ok(t) => {
+            let pieces = [t.root.as_str(), t.items.as_str()].into_iter().chain(
+                t.defaults
+                    .iter()
+                    .flat_map(|(n, f)| [n.as_str(), f.as_str()]),
+            );
+            let mut out = String::from("O");
+            for piece in pieces {
+                let _ = write!(out, "{}:", piece.len());
+                out.push_str(piece);
+            }
+            out
+        }
+    }
+}
+
+/// [`to_memo`] read back; `None` for text it does not write.
+pub(super) fn from_memo(text: &str) -> Option<Result<OpTypes, String>> {
+    if let Some(why) = text.strip_prefix('E') {
+        return Some(Err(why.to_string()));
+    }
+    let mut rest = text.strip_prefix('O')?;
+    let mut pieces = Vec::new();
+    while !rest.is_empty() {
+        let (len, after) = rest.split_once(':')?;
+        let len: usize = len.parse().ok()?;
+        pieces.push(after.get(..len)?.to_string());
+        rest = after.get(len..)?;
+    }
+    if pieces.len() < 2 || pieces.len() % 2 != 0 {
+        return None;
+    }
+    let mut pieces = pieces.into_iter();
+    let (root, items) = (pieces.next()?, pieces.next()?);
+    let mut defaults = Vec::new();
+    while let (Some(name), Some(text)) = (pieces.next(), pieces.next()) {
+        defaults.push((name, text));
+    }
+    Some(Ok(OpTypes {
+        root,
+        items,
+        defaults,
+    }))
 }
 
 /// The mask for a stem: NUL bytes, which never occur in token text or formatted Rust (literals
@@ -175,22 +229,14 @@ fn stem_swap<'a>(from: &'a str, to: &'a str) -> impl Fn(&str) -> String + 'a {
     move |text| swap_both(text, [(from, to), (&snake_from, &snake_to)])
 }
 
-/// The memo's input for one op's types: the stem and the schema typify sees (as JSON).
-fn memo_input(json: &str, stem: &str) -> Vec<u8> {
-    [stem.as_bytes(), b"\0", json.as_bytes()].concat()
-}
-
-/// How the emitter gets one op's types: from the build memo when there is one (the outcome is
-/// stored as JSON; an entry that passed its check but does not read is recomputed, never
-/// trusted), typed, or formatted from token text (its own typify output, or another op's with
-/// the stem swapped).
+/// How the emitter types one op: typed, or formatted from token text (its own typify output,
+/// or another op's with the stem swapped).
 pub(super) struct Typer<'a> {
     schemas: &'a [Value],
     stems: &'a [String],
-    /// Each schema's JSON text, serialized once: the memo's input and the sharing keys.
+    /// Each schema's JSON text, serialized once: the sharing keys.
     json: Vec<String>,
     impls: Option<&'a ImplMemo>,
-    memo: Option<&'a Memo>,
     formats: FormatMemo,
 }
 
@@ -199,7 +245,6 @@ impl<'a> Typer<'a> {
         schemas: &'a [Value],
         stems: &'a [String],
         impls: Option<&'a ImplMemo>,
-        memo: Option<&'a Memo>,
     ) -> Typer<'a> {
         let json = schemas
             .iter()
@@ -210,15 +255,8 @@ impl<'a> Typer<'a> {
             stems,
             json,
             impls,
-            memo,
             formats: FormatMemo::default(),
         }
-    }
-
-    /// Whether the build memo already holds the op's types (then nothing is typed for it).
-    fn cached(&self, op: usize) -> bool {
-        self.memo
-            .is_some_and(|m| m.has(MEMO_STEP, &memo_input(&self.json[op], &self.stems[op])))
     }
 
     /// typify's output for the op: root type name and token text.
@@ -229,17 +267,10 @@ impl<'a> Typer<'a> {
     /// The op's types: formatted from `tokens` when given, else typed from its schema.
     pub fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String> {
         let (schema, stem) = (&self.schemas[op], self.stems[op].as_str());
-        let compute = || match &tokens {
-            Some((root, text)) => self.formats.format(root, text, stem, self.impls),
+        match tokens {
+            Some((root, text)) => self.formats.format(&root, &text, stem, self.impls),
             None => op_types(schema, stem, self.impls),
-        };
-        let Some(memo) = self.memo else {
-            return compute();
-        };
-        let text = memo.get_or_compute(MEMO_STEP, &memo_input(&self.json[op], stem), || {
-            serde_json::to_string(&compute()).expect("OpTypes serialize")
-        });
-        serde_json::from_str(&text).unwrap_or_else(|_| compute())
+        }
     }
 }
 
@@ -412,12 +443,12 @@ fn type_names(text: &str) -> Option<Vec<String>> {
     )
 }
 
-/// Types `list` (ops in op order). Ops the memo holds are served from it. Among the others, the
-/// first two of each key with a shape of runs ([`Shape::Runs`]) and three or more ops are typed,
-/// and when every type the first defines starts with its stem (so typify's order by name is the
-/// same for every stem) and the second's output is the first's with the stem and its snake_case
-/// form swapped, the rest of the key are formatted from the first's output, swapped, without
-/// running typify; else typed alone. Verdicts carry over between calls.
+/// Types `list` (ops in op order). The first two of each key with a shape of runs
+/// ([`Shape::Runs`]) and three or more ops are typed, and when every type the first defines
+/// starts with its stem (so typify's order by name is the same for every stem) and the second's
+/// output is the first's with the stem and its snake_case form swapped, the rest of the key are
+/// formatted from the first's output, swapped, without running typify; else typed alone.
+/// Verdicts carry over between calls.
 fn type_many(
     list: &[usize],
     stems: &[String],
@@ -427,13 +458,7 @@ fn type_many(
 ) -> Vec<Result<OpTypes, String>> {
     let keys: Vec<Option<ShareKey>> = list
         .iter()
-        .map(|&i| {
-            if typer.cached(i) {
-                None
-            } else {
-                share_key(&typer.json[i], &stems[i], Shape::Runs)
-            }
-        })
+        .map(|&i| share_key(&typer.json[i], &stems[i], Shape::Runs))
         .collect();
     let mut members: HashMap<ShareKey, Vec<usize>> = HashMap::new();
     let mut order: Vec<ShareKey> = Vec::new();
@@ -541,6 +566,42 @@ mod tests {
 
     /// The swap replaces both patterns wherever they start, never inside a replacement.
     #[test]
+    fn the_memo_form_reads_back_as_written_and_refuses_other_text() {
+        let ok = |defaults: Vec<(String, String)>| {
+            Ok(OpTypes {
+                root: "ShopItemGetArgs".into(),
+                items: "pub struct X { a: u8 }\n/// 12:34 \"ü\" 語\n".into(),
+                defaults,
+            })
+        };
+        for t in [
+            ok(vec![]),
+            ok(vec![
+                ("d1".into(), "fn d1() -> u8 { 3 }".into()),
+                ("".into(), "".into()),
+            ]),
+            Err("typify: enum of mixed types: 3:4".to_string()),
+            Err(String::new()),
+        ] {
+            assert_eq!(from_memo(&to_memo(&t)), Some(t.clone()), "{t:?}");
+        }
+        let written = to_memo(&ok(vec![("d".into(), "fn d() {}".into())]));
+        for bad in [
+            "",
+            "X",
+            "O",
+            "O3:abc",
+            "O3:abc2",
+            "Ox:abc",
+            "O9:abc",
+            &written[..written.len() - 1],
+            "O2:\u{e9}x0:",
+        ] {
+            assert_eq!(from_memo(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
     fn swap_replaces_both_forms_in_one_pass() {
         assert_eq!(
             swap_both("FooArgs foo_x Foo foo", [("Foo", "Bfoo"), ("foo", "bfoo")]),
@@ -599,7 +660,7 @@ mod tests {
                         })
                     })
                     .collect();
-                let typer = Typer::new(&schemas, &picked, None, None);
+                let typer = Typer::new(&schemas, &picked, None);
                 let (got, n) = type_shared(&picked, &typer);
                 swapped += n.swapped;
                 from_tokens += n.from_tokens;
