@@ -205,7 +205,7 @@ impl Emitter {
                 diags,
             ),
             #[cfg(feature = "runtime")]
-            Emitter::Search => search_index::emit(reg),
+            Emitter::Search => search_index::emit(reg, shared.page_memo(reg).as_ref()),
             Emitter::Zod => zod::emit(reg),
             Emitter::Python => python::emit(reg),
             Emitter::Codemode => codemode::emit(reg),
@@ -536,8 +536,8 @@ mod tests {
     /// After a change (one op edited, the help tool renamed, the registry renamed, a search op
     /// that create ops' notes name no longer a search op), emitters given the first build's
     /// memo write exactly what they write without one, and after the op edit take every other
-    /// op's help and docs pages from the memo: on catalogs whose op pages are paged and whose
-    /// create ops name a search op.
+    /// op's help and docs pages, Rust types and search words from the memo: on catalogs whose
+    /// op pages are paged and whose create ops name a search op.
     #[test]
     fn pages_from_the_memo_are_the_pages_made_afresh() {
         type Edit = fn(&mut Registry);
@@ -569,6 +569,9 @@ mod tests {
             // The only catalog here with paged op pages (docs pages are never paged): the op
             // edit, and the help tool their later pages name.
             ("tests/catalogs/fleet/toolsdk", &[Emitter::Help][..], 2),
+            // Alone (no other emitter's entries in the count): the Rust types and search words
+            // of every op but the edited one are served.
+            ("definitions", &[Emitter::Rust, Emitter::Search][..], 1),
         ] {
             let reg = crate::compiler::compile_repo_catalog(dir);
             let with = |reg: &Registry, memo: Memo| {
@@ -608,16 +611,17 @@ mod tests {
                 }
                 assert_eq!(again.len(), expected.len(), "{dir}, {what}");
                 if what == "an op edited" {
-                    // One help entry and one docs page per unchanged op.
+                    // One help entry and one docs page per unchanged op that is shown, and the
+                    // Rust types and search words of every unchanged op.
                     let stats = read.stats();
-                    let ops = next.ops.values().filter(|r| !r.hidden).count();
-                    let per_op = [Emitter::Help, Emitter::Docs]
-                        .iter()
-                        .filter(|e| emitters.contains(e))
-                        .count();
+                    let shown = next.ops.values().filter(|r| !r.hidden).count();
+                    let all = next.ops.len();
+                    let per = |of: &[Emitter]| of.iter().filter(|e| emitters.contains(e)).count();
+                    let floor = per(&[Emitter::Help, Emitter::Docs]) * (shown - 1)
+                        + per(&[Emitter::Rust, Emitter::Search]) * (all - 1);
                     assert!(
-                        stats.hits >= per_op * (ops - 1),
-                        "{dir}: {stats:?} for {ops} ops"
+                        stats.hits >= floor,
+                        "{dir}: {stats:?} for {all} ops, {shown} shown"
                     );
                 }
             }

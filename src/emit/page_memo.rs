@@ -103,4 +103,3 @@ impl PageMemo<'_> {
         Some(input)
     }
 }
-

@@ -4,11 +4,37 @@
 //! registry version, toolreg's version, the index format and the built-in phrasing data's
 //! digest; a file that does not match is never read (search builds its own, as without the
 //! file).
+//!
+//! Each op's words are made on every core; an op an earlier build indexed takes its words from
+//! the build's memo, by its record's digest and its entity's plural (all the words read).
 
-use super::FileMap;
-use crate::model::registry::Registry;
-use crate::runtime::search::{SearchIndex, INDEX_FILE};
+use super::{FileMap, PageMemo};
+use crate::model::registry::{OpRecord, Registry};
+use crate::runtime::search::{OpWords, SearchIndex, INDEX_FILE};
 
-pub fn emit(reg: &Registry) -> FileMap {
-    FileMap::from([(INDEX_FILE.to_string(), SearchIndex::to_artifact(reg))])
+/// The memo step of one op's words ([`OpWords::as_text`]).
+const WORDS_STEP: &str = "search.op_words";
+
+pub(crate) fn emit(reg: &Registry, memo: Option<&PageMemo>) -> FileMap {
+    let ops: Vec<&OpRecord> = reg.ops.values().collect();
+    let words = crate::compiler::parallel::map_in_order(&ops, |r| {
+        let Some(m) = memo else {
+            return OpWords::of(reg, r);
+        };
+        let plural = OpWords::plural(reg, r).unwrap_or_default();
+        // An entry that passed the memo's check but does not read is made again.
+        if let Some(w) = m
+            .get(WORDS_STEP, r, &[plural])
+            .and_then(|text| OpWords::from_text(&text))
+        {
+            return w;
+        }
+        let w = OpWords::of(reg, r);
+        m.put(WORDS_STEP, r, &[plural], || w.as_text().to_string());
+        w
+    });
+    FileMap::from([(
+        INDEX_FILE.to_string(),
+        SearchIndex::to_artifact_of(reg, words),
+    )])
 }

@@ -12,10 +12,12 @@
 //! and the no-match answers (`nearest`) live beside it.
 
 mod nearest;
+mod op_words;
 mod packed;
 mod words;
 
 pub use nearest::directory;
+pub use op_words::OpWords;
 pub use words::{stem, tokenize};
 
 use nearest::nearest_by_spelling;
@@ -677,6 +679,13 @@ impl SearchIndex {
     /// index format and the phrasing data's digest, then the index (compact, sorted keys), its
     /// two kinds of posting lists, the registry's top level and the ops' compact records.
     pub fn to_artifact(reg: &Registry) -> String {
+        let words = reg.ops.values().map(|r| OpWords::of(reg, r)).collect();
+        Self::to_artifact_of(reg, words)
+    }
+
+    /// [`SearchIndex::to_artifact`] from each op's words (in the registry's op order), however
+    /// made: the search emitter makes them on every core, or finds them in its build's memo.
+    pub fn to_artifact_of(reg: &Registry, words: Vec<OpWords>) -> String {
         let header = IndexHeader {
             generator: crate::model::registry::GENERATOR.into(),
             toolreg_version: env!("CARGO_PKG_VERSION").into(),
@@ -684,7 +693,7 @@ impl SearchIndex {
             registry_version: reg.registry_version.clone(),
             phrasing: words::phrasing_digest().into(),
         };
-        let index = SearchIndex::new(reg);
+        let index = SearchIndex::of_words(reg, words);
         let mut out = serde_json::to_string(&serde_json::json!({"header": header}))
             .expect("the header serializes");
         // `{"header":..,"index":..,"usage":..,"postings":..,"structure":..,"registry":..,
@@ -776,22 +785,21 @@ struct Terms {
 }
 
 impl Terms {
-    fn id(&mut self, term: String) -> u32 {
-        if let Some(&id) = self.ids.get(&term) {
+    fn id(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
             return id;
         }
         let id = u32::try_from(self.names.len()).expect("fewer than 2^32 terms");
-        self.names.push(term.clone());
+        self.names.push(term.to_owned());
         self.df.push(0.0);
-        self.ids.insert(term, id);
+        self.ids.insert(term.to_owned(), id);
         id
     }
 
-    /// The words of `text` counted by term id (ids ascending), and how many words it has.
-    fn counts(&mut self, text: &str) -> (Vec<(u32, f64)>, f64) {
-        let words = tokenize(text);
-        let len = words.len() as f64;
-        let mut ids: Vec<u32> = words.into_iter().map(|w| self.id(w)).collect();
+    /// `words` counted by term id (ids ascending), and how many there are.
+    fn counts<'w>(&mut self, words: impl Iterator<Item = &'w str>) -> (Vec<(u32, f64)>, f64) {
+        let mut ids: Vec<u32> = words.map(|w| self.id(w)).collect();
+        let len = ids.len() as f64;
         ids.sort_unstable();
         let mut counts: Vec<(u32, f64)> = Vec::new();
         for id in ids {
@@ -815,37 +823,36 @@ fn slot<'m, V: Default>(map: &'m mut HashMap<String, V>, key: &str) -> &'m mut V
 
 impl SearchIndex {
     pub fn new(reg: &Registry) -> Self {
+        let words = reg.ops.values().map(|r| OpWords::of(reg, r)).collect();
+        Self::of_words(reg, words)
+    }
+
+    /// The index of `reg` from each op's words (in the registry's op order), however made.
+    fn of_words(reg: &Registry, words: Vec<OpWords>) -> Self {
         let mut ops = Vec::new();
         let mut usage = Vec::new();
         let mut docs = Vec::new();
         let mut terms = Terms::default();
-        for r in reg.ops.values() {
+        for (r, w) in reg.ops.values().zip(words) {
             let mut tf: [Vec<(u32, f64)>; FIELDS] = Default::default();
             let mut len = [0.0; FIELDS];
-            for (f, (_, text)) in field_texts(r).iter().enumerate() {
-                (tf[f], len[f]) = terms.counts(text);
+            let mut lists = w.lists();
+            for (f, field) in lists.by_ref().take(FIELDS).enumerate() {
+                (tf[f], len[f]) = terms.counts(field);
             }
+            let mut structure = || -> Vec<String> {
+                lists
+                    .next()
+                    .map(|l| l.map(str::to_owned).collect())
+                    .unwrap_or_default()
+            };
+            let (entity, action, qualifier) = (structure(), structure(), structure());
             let mut seen: Vec<u32> = tf.iter().flatten().map(|&(t, _)| t).collect();
             seen.sort_unstable();
             seen.dedup();
             for t in seen {
                 terms.df[t as usize] += 1.0;
             }
-            let segs: Vec<&str> = r.op.split('.').collect();
-            let mut entity = r.entity.as_deref().map(tokenize).unwrap_or_default();
-            if let Some(plural) = r
-                .entity
-                .as_ref()
-                .and_then(|e| reg.tree.get(&r.group)?.entities.get(e)?.plural.clone())
-            {
-                entity.extend(tokenize(&plural));
-            }
-            let action = tokenize(&r.action);
-            let skip = if r.entity.is_some() { 2 } else { 1 };
-            let qualifier = segs[skip.min(segs.len())..segs.len().saturating_sub(1)]
-                .iter()
-                .flat_map(|s| tokenize(s))
-                .collect();
             ops.push(r.op.clone());
             usage.push(r.usage());
             docs.push(Doc {
