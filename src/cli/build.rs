@@ -595,7 +595,7 @@ impl LockUpdate {
         let text = now.render();
         let previous = std::fs::read_to_string(toolreg::trust::lock::path(defs)).ok();
         let said = (previous.as_deref() != Some(text.as_str()))
-            .then(|| lock_change(defs, previous.as_deref(), &now));
+            .then(|| lock_change(defs, previous.as_deref(), &now, &text));
         LockUpdate {
             now,
             text,
@@ -614,7 +614,7 @@ impl LockUpdate {
                 // Said again only if the lock changed after it was prepared.
                 let said = match self.said {
                     Some(said) if previous == self.previous => said,
-                    _ => lock_change(defs, previous.as_deref(), &self.now),
+                    _ => lock_change(defs, previous.as_deref(), &self.now, &self.text),
                 };
                 eprintln!("{said}");
                 true
@@ -634,26 +634,25 @@ fn lock_change(
     defs: &std::path::Path,
     previous: Option<&str>,
     now: &toolreg::trust::lock::Lock,
+    now_text: &str,
 ) -> String {
-    use toolreg::trust::lock::{self, Lock, LockDiff};
+    use toolreg::trust::lock::{self, LockDiff};
     let path = lock::path(defs);
     let plural = if now.tools.len() == 1 { "" } else { "s" };
-    let before = previous
-        .and_then(|text| Lock::parse(text, &path).ok())
-        .unwrap_or_default();
-    if before.tools.is_empty() {
-        format!(
-            "{}: {} tool{plural} pinned; review and commit it",
-            display(&path),
-            now.tools.len(),
-        )
-    } else {
-        format!(
+    let diff = previous.and_then(|text| LockDiff::between_texts(text, now, now_text));
+    match diff {
+        // Else no lock to compare with: none, unreadable, or pinning no tool.
+        Some((d, pinned)) if pinned > 0 => format!(
             "{}: {} tool{plural} pinned; review and commit the change:\n{}",
             display(&path),
             now.tools.len(),
-            LockDiff::between(&before, now).render().trim_end()
-        )
+            d.render().trim_end()
+        ),
+        _ => format!(
+            "{}: {} tool{plural} pinned; review and commit it",
+            display(&path),
+            now.tools.len(),
+        ),
     }
 }
 

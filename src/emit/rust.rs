@@ -377,11 +377,11 @@ fn generate_with(
         typed[i] = Some(t);
     }
     if let Some(m) = memo {
-        crate::compiler::parallel::map_in_order(&todo, |&i| {
+        for &i in &todo {
             if let Some(t) = &typed[i] {
                 m.put(MEMO_STEP, ops[i], &[&stems[i]], || shared::to_memo(t));
             }
-        });
+        }
     }
     let mut fallbacks = BTreeMap::new();
     let mut names = BTreeMap::new();

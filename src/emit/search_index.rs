@@ -5,19 +5,19 @@
 //! digest; a file that does not match is never read (search builds its own, as without the
 //! file).
 //!
-//! Each op's words are made on every core; an op an earlier build indexed takes its words from
-//! the build's memo, by its record's digest and its entity's plural (all the words read).
+//! An op an earlier build indexed takes its words from the build's memo, by its record's digest
+//! and its entity's plural (all its words read).
 
 use super::{FileMap, PageMemo};
-use crate::model::registry::{OpRecord, Registry};
+use crate::model::registry::Registry;
 use crate::runtime::search::{OpWords, SearchIndex, INDEX_FILE};
 
 /// The memo step of one op's words ([`OpWords::as_text`]).
 const WORDS_STEP: &str = "search.op_words";
 
 pub(crate) fn emit(reg: &Registry, memo: Option<&PageMemo>) -> FileMap {
-    let ops: Vec<&OpRecord> = reg.ops.values().collect();
-    let words = crate::compiler::parallel::map_in_order(&ops, |r| {
+    // Op by op on this emitter's thread: the emitters already share every core.
+    let words = reg.ops.values().map(|r| {
         let Some(m) = memo else {
             return OpWords::of(reg, r);
         };
@@ -35,6 +35,6 @@ pub(crate) fn emit(reg: &Registry, memo: Option<&PageMemo>) -> FileMap {
     });
     FileMap::from([(
         INDEX_FILE.to_string(),
-        SearchIndex::to_artifact_of(reg, words),
+        SearchIndex::to_artifact_of(reg, words.collect()),
     )])
 }

@@ -253,6 +253,81 @@ impl LockDiff {
     }
 }
 
+/// Where each tool's table starts in a rendered lock (its `[tool.parts]` follows it).
+const TOOL_TABLE: &str = "[[tool]]\n";
+
+/// A lock's text cut before each `[[tool]]` line: what precedes the first, then one piece per
+/// tool table.
+fn tool_tables(text: &str) -> (&str, Vec<&str>) {
+    let mut starts: Vec<usize> = text
+        .match_indices(TOOL_TABLE)
+        .map(|(i, _)| i)
+        .filter(|&i| i == 0 || text.as_bytes()[i - 1] == b'\n')
+        .collect();
+    starts.push(text.len());
+    let head = &text[..starts[0]];
+    let tables = starts.windows(2).map(|w| &text[w[0]..w[1]]).collect();
+    (head, tables)
+}
+
+impl LockDiff {
+    /// [`LockDiff::between`] the lock text `previous` and `now` (whose rendering is
+    /// `now_text`), parsing only the tool tables `now_text` does not hold word for word: at
+    /// 10,000 tools, parsing the whole old lock was most of what a one-tool rebuild spent on
+    /// its lock. The same diff as parsing it all: a table found in both texts is one tool,
+    /// unchanged, whose key no other table has; a text where that cannot be shown (a key or
+    /// table twice, a multi-line string, a table not rendered as toolreg renders it) is parsed
+    /// whole. With the number of tools `previous` pins; `None` when it does not parse.
+    pub fn between_texts(previous: &str, now: &Lock, now_text: &str) -> Option<(LockDiff, usize)> {
+        Self::by_tables(previous, now, now_text).or_else(|| {
+            let before = Lock::parse(previous, Path::new(LOCK_FILE)).ok()?;
+            Some((LockDiff::between(&before, now), before.tools.len()))
+        })
+    }
+
+    /// [`LockDiff::between_texts`] from the tables that differ; `None` when the text must be
+    /// parsed whole.
+    fn by_tables(previous: &str, now: &Lock, now_text: &str) -> Option<(LockDiff, usize)> {
+        let (_, new_tables) = tool_tables(now_text);
+        let (old_head, old_tables) = tool_tables(previous);
+        let multiline = previous.contains("\"\"\"") || previous.contains("'''");
+        if new_tables.len() != now.tools.len() || multiline {
+            return None;
+        }
+        let new_set: std::collections::HashSet<&str> = new_tables.iter().copied().collect();
+        let old_set: std::collections::HashSet<&str> = old_tables.iter().copied().collect();
+        if new_set.len() != new_tables.len() || old_set.len() != old_tables.len() {
+            return None;
+        }
+        let mut rest = old_head.to_string();
+        for t in old_tables.iter().filter(|t| !new_set.contains(*t)) {
+            rest.push_str(t);
+        }
+        let before = Lock::parse(&rest, Path::new(LOCK_FILE)).ok()?;
+        let (same, changed): (Vec<_>, Vec<_>) = now
+            .tools
+            .iter()
+            .zip(&new_tables)
+            .partition(|(_, t)| old_set.contains(*t));
+        let key = |t: &LockedTool| (t.file.clone(), t.name.clone());
+        let same_keys: std::collections::HashSet<_> = same.iter().map(|(t, _)| key(t)).collect();
+        let overlap = before
+            .tools
+            .iter()
+            .chain(changed.iter().map(|(t, _)| *t))
+            .any(|t| same_keys.contains(&key(t)));
+        if same_keys.len() != same.len() || overlap {
+            return None;
+        }
+        let now_rest = Lock {
+            version: now.version,
+            tools: changed.into_iter().map(|(t, _)| t.clone()).collect(),
+        };
+        let pinned = before.tools.len() + same.len();
+        Some((LockDiff::between(&before, &now_rest), pinned))
+    }
+}
+
 /// The server an MCP snapshot says it was listed from (`name version`), read from its
 /// `_source` note as `toolreg import mcp` writes it.
 pub fn snapshot_server(path: &Path) -> Option<String> {
@@ -304,6 +379,68 @@ mod tests {
         assert_eq!(d.removed, ["a.json: two"]);
         assert_eq!(d.changed["a.json: one"], ["description"]);
         assert!(LockDiff::between(&a, &a).is_empty());
+    }
+
+    /// Parsing only the tables that differ says what parsing the whole old lock says, after
+    /// each kind of change, and on texts it must parse whole.
+    #[test]
+    fn a_diff_of_the_changed_tables_is_the_diff_of_the_whole_lock() {
+        let lock = |tools: Vec<LockedTool>| Lock {
+            version: LOCK_VERSION,
+            tools,
+        };
+        let base: Vec<LockedTool> = (0..40)
+            .map(|i| {
+                tool(
+                    if i < 20 { "a.json" } else { "b.json" },
+                    &format!("t{i}"),
+                    "d",
+                )
+            })
+            .collect();
+        let old = lock(base.clone());
+        let old_text = old.render();
+        let mut nows: Vec<Lock> = Vec::new();
+        let mut edited = base.clone();
+        edited[3] = tool("a.json", "t3", "changed");
+        nows.push(lock(edited));
+        let mut added = base.clone();
+        added.insert(5, tool("a.json", "t4b", "d"));
+        nows.push(lock(added));
+        let mut removed = base.clone();
+        removed.remove(30);
+        nows.push(lock(removed));
+        let mut moved = base.clone();
+        moved[7].op = "x.elsewhere".into();
+        nows.push(lock(moved));
+        nows.push(lock(vec![]));
+        nows.push(old.clone());
+        let crlf = old_text.replace('\n', "\r\n");
+        let commented = old_text.replacen("version = 1", "# hand note\nversion = 1", 1);
+        let (_, tables) = tool_tables(&old_text);
+        let doubled = format!("{old_text}{}", tables[2]);
+        let multiline = old_text.replacen("name = \"t1\"", "name = \"\"\"t1\"\"\"", 1);
+        for previous in [&old_text, &crlf, &commented, &doubled, &multiline] {
+            let whole = Lock::parse(previous, Path::new("x"));
+            for now in &nows {
+                let got = LockDiff::between_texts(previous, now, &now.render());
+                let want = whole
+                    .as_ref()
+                    .ok()
+                    .map(|b| (LockDiff::between(b, now), b.tools.len()));
+                assert_eq!(got, want, "{previous:.80?} -> {} tools", now.tools.len());
+            }
+        }
+        for now in &nows {
+            let fast = LockDiff::by_tables(&old_text, now, &now.render());
+            assert!(fast.is_some(), "parsed whole for {} tools", now.tools.len());
+        }
+        assert_eq!(
+            LockDiff::between_texts("version = [", &old, &old_text),
+            None
+        );
+        let (d, _) = LockDiff::between_texts(&old_text, &nows[0], &nows[0].render()).unwrap();
+        assert_eq!(d.changed["a.json: t3"], ["description"]);
     }
 
     #[test]

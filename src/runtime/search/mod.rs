@@ -684,7 +684,7 @@ impl SearchIndex {
     }
 
     /// [`SearchIndex::to_artifact`] from each op's words (in the registry's op order), however
-    /// made: the search emitter makes them on every core, or finds them in its build's memo.
+    /// made: the search emitter finds an unchanged op's in its build's memo.
     pub fn to_artifact_of(reg: &Registry, words: Vec<OpWords>) -> String {
         let header = IndexHeader {
             generator: crate::model::registry::GENERATOR.into(),

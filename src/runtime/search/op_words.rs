@@ -1,8 +1,8 @@
 //! What the index makes of one op's text ([`OpWords`]): each field's words and the words of the
-//! op's structure. Made op by op, so the search emitter makes them on every core and finds an
-//! unchanged op's words in its build's memo instead of tokenizing every op's text again (most of
-//! the index's build time). Kept as one text per op, not a list of words: a fleet's ops' words
-//! held at once as separate strings were tens of megabytes.
+//! op's structure. Made op by op, so the search emitter finds an unchanged op's words in its
+//! build's memo instead of tokenizing every op's text again (most of the index's build time).
+//! Kept as one text per op, not a list of words: a fleet's ops' words held at once as separate
+//! strings were tens of megabytes.
 
 use super::{field_texts, FIELDS};
 use crate::model::registry::{OpRecord, Registry};
