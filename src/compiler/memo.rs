@@ -361,14 +361,6 @@ impl Memo {
         self.served(&self.key(step, input))
     }
 
-    /// Whether `step` on `input` would be served without computing (used by this build, or
-    /// read from disk and not yet used). Counts nothing.
-    pub fn has(&self, step: &str, input: &[u8]) -> bool {
-        let key = self.key(step, input);
-        self.used.lock().expect("memo lock").contains_key(&key)
-            || self.stored().entries.contains_key(&key)
-    }
-
     pub fn stats(&self) -> MemoStats {
         MemoStats {
             hits: self.hits.load(Ordering::Relaxed),

@@ -1,7 +1,7 @@
 //! The per-op memo emitters share: each op's record as a digest, computed once per build, and
 //! [`PageMemo`], where an emitter finds what an earlier build made for an unchanged op (a help
-//! or docs page, an op's Rust types) by that digest instead of by the inputs it would make it
-//! from.
+//! or docs page, its TypeScript, its Rust types, its search words) by that digest instead of by
+//! the inputs it would make it from.
 
 use crate::model::registry::Registry;
 

@@ -186,6 +186,16 @@ pub fn path(defs: &Path) -> PathBuf {
     defs.join(LOCK_FILE)
 }
 
+/// A tool's name in a [`LockDiff`] (`file: name`, controls escaped): tools of one key are one
+/// tool to the diff.
+fn diff_key(t: &LockedTool) -> String {
+    format!(
+        "{}: {}",
+        t.file,
+        crate::model::diag::escape_controls(&t.name)
+    )
+}
+
 /// How one lock differs from another, tool by tool (`file: name`).
 #[derive(Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LockDiff {
@@ -202,16 +212,10 @@ impl LockDiff {
 
     /// `approved` -> `now`.
     pub fn between(approved: &Lock, now: &Lock) -> LockDiff {
-        let key = |t: &LockedTool| {
-            format!(
-                "{}: {}",
-                t.file,
-                crate::model::diag::escape_controls(&t.name)
-            )
-        };
         let old: BTreeMap<String, &LockedTool> =
-            approved.tools.iter().map(|t| (key(t), t)).collect();
-        let new: BTreeMap<String, &LockedTool> = now.tools.iter().map(|t| (key(t), t)).collect();
+            approved.tools.iter().map(|t| (diff_key(t), t)).collect();
+        let new: BTreeMap<String, &LockedTool> =
+            now.tools.iter().map(|t| (diff_key(t), t)).collect();
         let mut d = LockDiff::default();
         for (k, t) in &new {
             match old.get(k) {
@@ -275,7 +279,7 @@ impl LockDiff {
     /// `now_text`), parsing only the tool tables `now_text` does not hold word for word: at
     /// 10,000 tools, parsing the whole old lock was most of what a one-tool rebuild spent on
     /// its lock. The same diff as parsing it all: a table found in both texts is one tool,
-    /// unchanged, whose key no other table has; a text where that cannot be shown (a key or
+    /// unchanged, whose key ([`diff_key`]) no other table has; a text where that cannot be shown (a key or
     /// table twice, a multi-line string, a table not rendered as toolreg renders it) is parsed
     /// whole. With the number of tools `previous` pins; `None` when it does not parse.
     pub fn between_texts(previous: &str, now: &Lock, now_text: &str) -> Option<(LockDiff, usize)> {
@@ -309,13 +313,13 @@ impl LockDiff {
             .iter()
             .zip(&new_tables)
             .partition(|(_, t)| old_set.contains(*t));
-        let key = |t: &LockedTool| (t.file.clone(), t.name.clone());
-        let same_keys: std::collections::HashSet<_> = same.iter().map(|(t, _)| key(t)).collect();
+        let same_keys: std::collections::HashSet<String> =
+            same.iter().map(|(t, _)| diff_key(t)).collect();
         let overlap = before
             .tools
             .iter()
             .chain(changed.iter().map(|(t, _)| *t))
-            .any(|t| same_keys.contains(&key(t)));
+            .any(|t| same_keys.contains(&diff_key(t)));
         if same_keys.len() != same.len() || overlap {
             return None;
         }
@@ -414,13 +418,31 @@ mod tests {
         moved[7].op = "x.elsewhere".into();
         nows.push(lock(moved));
         nows.push(lock(vec![]));
+        // Two names the diff reads as one (a control character, and its escape as text).
+        let escaped = crate::model::diag::escape_controls("t9\u{1b}");
+        assert_ne!(escaped, "t9\u{1b}");
+        let mut lookalike = base.clone();
+        lookalike.push(tool("a.json", "t9\u{1b}", "d"));
+        lookalike.push(tool("a.json", &escaped, "d"));
+        nows.push(lock(lookalike.clone()));
+        let mut one_gone = lookalike.clone();
+        one_gone.retain(|t| t.name != "t9\u{1b}");
+        nows.push(lock(one_gone));
         nows.push(old.clone());
         let crlf = old_text.replace('\n', "\r\n");
         let commented = old_text.replacen("version = 1", "# hand note\nversion = 1", 1);
         let (_, tables) = tool_tables(&old_text);
         let doubled = format!("{old_text}{}", tables[2]);
         let multiline = old_text.replacen("name = \"t1\"", "name = \"\"\"t1\"\"\"", 1);
-        for previous in [&old_text, &crlf, &commented, &doubled, &multiline] {
+        let lookalike_text = lock(lookalike).render();
+        for previous in [
+            &old_text,
+            &crlf,
+            &commented,
+            &doubled,
+            &multiline,
+            &lookalike_text,
+        ] {
             let whole = Lock::parse(previous, Path::new("x"));
             for now in &nows {
                 let got = LockDiff::between_texts(previous, now, &now.render());
