@@ -351,12 +351,8 @@ fn generate_with(
     // Silence typify's panic messages while probing; restore the hook afterwards.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let schemas: Vec<Value> = todo
-        .iter()
-        .zip(&todo_stems)
-        .map(|(&i, stem)| prepare(ops[i], stem))
-        .collect();
-    let typer = Typer::new(&schemas, &todo_stems, impls);
+    let schema = |k: usize| prepare(ops[todo[k]], &todo_stems[k]);
+    let typer = Typer::new(&schema, &todo_stems, impls);
     let (fresh, sharing) = if share {
         type_shared(&todo_stems, &typer)
     } else {
@@ -365,9 +361,7 @@ fn generate_with(
         (fresh, shared::Sharing::default())
     };
     std::panic::set_hook(hook);
-    // The prepared schemas are a copy of every op's schema: gone before the file is written.
     drop(typer);
-    drop(schemas);
     for (&i, mut t) in todo.iter().zip(fresh) {
         // Formatted text grows by doubling: held for every op until the file is assembled,
         // its spare room was 20 MB of a 10,000-tool build's peak.

@@ -99,7 +99,7 @@ pub(super) fn type_shared(
     let mut group_of: Vec<Option<usize>> = vec![None; n];
     let mut members: Vec<Vec<usize>> = Vec::new();
     for i in 0..n {
-        let Some(key) = share_key(&typer.json[i], &stems[i], Shape::Exact) else {
+        let Some(key) = typer.key(i, Shape::Exact) else {
             continue;
         };
         let slot = *key_slot.entry(key).or_insert_with(|| {
@@ -232,44 +232,54 @@ fn stem_swap<'a>(from: &'a str, to: &'a str) -> impl Fn(&str) -> String + 'a {
 /// How the emitter types one op: typed, or formatted from token text (its own typify output,
 /// or another op's with the stem swapped).
 pub(super) struct Typer<'a> {
-    schemas: &'a [Value],
+    /// Op `k`'s schema as typify reads it, made afresh each time it is asked for: the prepared
+    /// schemas of every op, held through the typing, were 54 MB of a 10,000-tool build's peak
+    /// (and their JSON text another 6), against two preparations of the ops that are typed.
+    schema: &'a (dyn Fn(usize) -> Value + Sync),
     stems: &'a [String],
-    /// Each schema's JSON text, serialized once: the sharing keys.
-    json: Vec<String>,
+    /// Each op's sharing keys ([`Shape::Exact`], then [`Shape::Runs`]).
+    keys: Vec<[Option<ShareKey>; 2]>,
     impls: Option<&'a ImplMemo>,
     formats: FormatMemo,
 }
 
 impl<'a> Typer<'a> {
+    /// A typer of `stems.len()` ops; `schema(k)` makes op `k`'s schema.
     pub fn new(
-        schemas: &'a [Value],
+        schema: &'a (dyn Fn(usize) -> Value + Sync),
         stems: &'a [String],
         impls: Option<&'a ImplMemo>,
     ) -> Typer<'a> {
-        let json = schemas
-            .iter()
-            .map(|s| serde_json::to_string(s).expect("a Value serializes"))
-            .collect();
+        let all: Vec<usize> = (0..stems.len()).collect();
+        let keys = crate::compiler::parallel::map_in_order(&all, |&k| {
+            let json = serde_json::to_string(&schema(k)).expect("a Value serializes");
+            [Shape::Exact, Shape::Runs].map(|shape| share_key(&json, &stems[k], shape))
+        });
         Typer {
-            schemas,
+            schema,
             stems,
-            json,
+            keys,
             impls,
             formats: FormatMemo::default(),
         }
     }
 
+    /// Op `op`'s sharing key for `shape`.
+    fn key(&self, op: usize, shape: Shape) -> Option<ShareKey> {
+        self.keys[op][usize::from(shape == Shape::Runs)]
+    }
+
     /// typify's output for the op: root type name and token text.
     fn typify(&self, op: usize) -> Result<(String, String), String> {
-        typify_op(&self.schemas[op])
+        typify_op(&(self.schema)(op))
     }
 
     /// The op's types: formatted from `tokens` when given, else typed from its schema.
     pub fn types(&self, op: usize, tokens: Option<(String, String)>) -> Result<OpTypes, String> {
-        let (schema, stem) = (&self.schemas[op], self.stems[op].as_str());
+        let stem = self.stems[op].as_str();
         match tokens {
             Some((root, text)) => self.formats.format(&root, &text, stem, self.impls),
-            None => op_types(schema, stem, self.impls),
+            None => op_types(&(self.schema)(op), stem, self.impls),
         }
     }
 }
@@ -456,10 +466,7 @@ fn type_many(
     verdicts: &mut HashMap<ShareKey, Verdict>,
     sharing: &mut Sharing,
 ) -> Vec<Result<OpTypes, String>> {
-    let keys: Vec<Option<ShareKey>> = list
-        .iter()
-        .map(|&i| share_key(&typer.json[i], &stems[i], Shape::Runs))
-        .collect();
+    let keys: Vec<Option<ShareKey>> = list.iter().map(|&i| typer.key(i, Shape::Runs)).collect();
     let mut members: HashMap<ShareKey, Vec<usize>> = HashMap::new();
     let mut order: Vec<ShareKey> = Vec::new();
     for (&i, key) in list.iter().zip(&keys) {
@@ -660,7 +667,8 @@ mod tests {
                         })
                     })
                     .collect();
-                let typer = Typer::new(&schemas, &picked, None);
+                let schema = |k: usize| schemas[k].clone();
+                let typer = Typer::new(&schema, &picked, None);
                 let (got, n) = type_shared(&picked, &typer);
                 swapped += n.swapped;
                 from_tokens += n.from_tokens;
