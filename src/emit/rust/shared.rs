@@ -98,7 +98,7 @@ pub(super) fn type_shared(
     let mut key_slot: HashMap<ShareKey, usize> = HashMap::new();
     let mut group_of: Vec<Option<usize>> = vec![None; n];
     let mut members: Vec<Vec<usize>> = Vec::new();
-    for i in 0..n {
+    for (i, group) in group_of.iter_mut().enumerate() {
         let Some(key) = typer.key(i, Shape::Exact) else {
             continue;
         };
@@ -107,7 +107,7 @@ pub(super) fn type_shared(
             members.len() - 1
         });
         members[slot].push(i);
-        group_of[i] = Some(slot);
+        *group = Some(slot);
     }
     let swap = |t: &Result<OpTypes, String>, from: usize, to: usize| {
         map_texts(t, stem_swap(&stems[from], &stems[to]))
