@@ -278,7 +278,11 @@ fn page_size(pretty: &str, memo: &Memo, version: &str, version_tokens: usize) ->
             return "uncut".into();
         }
         let chars = text.chars().count() - stamps * version.chars().count();
-        let tokens: usize = parts.iter().map(|p| memo_tokens(memo, p, true)).sum();
+        // Counted, not remembered part by part: a page that misses this entry is one of the
+        // few a change touches (its op's pages, its directories'), each within a page budget,
+        // while an entry per part doubled this step's share of the memo and of a full build's
+        // peak.
+        let tokens: usize = parts.iter().map(|p| Tokens::get().o200k(p)).sum();
         format!("{chars} {stamps} {tokens}")
     });
     let numbers: Vec<usize> = entry.split(' ').map_while(|n| n.parse().ok()).collect();
