@@ -61,6 +61,38 @@ impl SpillFile {
         Ok(place)
     }
 
+    /// Puts `pieces` one after another, as one text: where it lies (`put` places consecutive
+    /// texts end to end).
+    pub fn put_pieces(&mut self, pieces: &[String]) -> std::io::Result<Spilled> {
+        let mut whole: Option<Spilled> = None;
+        for piece in pieces {
+            let place = self.put(piece)?;
+            whole = Some(match whole {
+                None => place,
+                Some(w) => {
+                    // Never otherwise; a place that does not follow would read back wrong.
+                    if place.at != w.at + w.len as u64 {
+                        return Err(std::io::Error::other("spilled pieces are not contiguous"));
+                    }
+                    Spilled {
+                        at: w.at,
+                        len: w.len + place.len,
+                    }
+                }
+            });
+        }
+        match whole {
+            // `get` reads a place from the file or from the pending chunk, never from both: a
+            // text that began in the file and goes on in the chunk is written out with it.
+            Some(w) if w.at < self.written && w.at + w.len as u64 > self.written => {
+                self.flush()?;
+                Ok(w)
+            }
+            Some(w) => Ok(w),
+            None => self.put(""),
+        }
+    }
+
     fn write_at_end(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.file.seek(SeekFrom::Start(self.written))?;
         self.file.write_all(bytes)?;
@@ -148,5 +180,34 @@ mod tests {
             len: 4,
         };
         assert_eq!(spill.get(straddling), None);
+    }
+
+    /// Pieces come back as one text, whether they stay in the pending chunk, cross into the
+    /// file, or are larger than a chunk; texts put before and after are untouched.
+    #[test]
+    fn pieces_come_back_as_one_text() {
+        let mut spill = SpillFile::new().expect("a temporary file");
+        let third = "ä".repeat(CHUNK / 6);
+        let sets: [Vec<String>; 5] = [
+            vec![],
+            vec!["one".into()],
+            vec!["a".into(), String::new(), "b ✓".into()],
+            vec![third.clone(), third.clone(), third.clone(), "tail".into()],
+            vec!["head".into(), "z".repeat(CHUNK * 2), third.clone()],
+        ];
+        let mut placed = Vec::new();
+        for (k, pieces) in sets.iter().enumerate() {
+            let before = spill.put(&format!("before {k}")).unwrap();
+            let place = spill.put_pieces(pieces).unwrap();
+            placed.push((before, place, format!("before {k}"), pieces.concat()));
+        }
+        assert!(spill.written > 0, "some pieces reached the file");
+        for (before, place, before_text, whole) in placed.iter().rev() {
+            assert!(
+                spill.get(*place).as_deref() == Some(whole.as_str()),
+                "{place:?}"
+            );
+            assert_eq!(spill.get(*before).as_deref(), Some(before_text.as_str()));
+        }
     }
 }

@@ -181,9 +181,13 @@ impl Emitter {
         }
     }
 
-    fn emit(self, reg: &Registry, shared: &Shared, diags: &mut Diagnostics) -> FileMap {
+    fn emit(self, reg: &Registry, shared: &Shared, diags: &mut Diagnostics) -> Made {
         let settings = shared.settings;
-        match self {
+        let files = match self {
+            Emitter::Rust => {
+                let pieces = rust::emit(reg, shared.page_memo(reg).as_ref(), diags);
+                return Made::Pieces(rust::FILE.to_string(), pieces);
+            }
             Emitter::Registry => registry_json::emit(reg),
             Emitter::Help => {
                 let files = help::emit(&shared.help(reg));
@@ -196,7 +200,6 @@ impl Emitter {
                 shared.done_with_help();
                 files
             }
-            Emitter::Rust => rust::emit(reg, shared.page_memo(reg).as_ref(), diags),
             Emitter::Ts => typescript::emit(reg, shared.page_memo(reg).as_ref()),
             Emitter::Docs => docs::render(
                 reg,
@@ -216,8 +219,16 @@ impl Emitter {
                 settings.model.as_deref(),
                 diags,
             ),
-        }
+        };
+        Made::Files(files)
     }
+}
+
+/// What one emitter made: files, or one file as pieces to put together (see
+/// [`Outputs::prepare_pieces`]).
+enum Made {
+    Files(FileMap),
+    Pieces(String, Vec<String>),
 }
 
 /// What several emitters need, built once by whichever asks first (the help pages feed both
@@ -338,13 +349,25 @@ pub fn emit_outputs(
     let lookup = emitters.contains(&Emitter::Registry) && emitters.contains(&Emitter::Help);
     let mut results = crate::compiler::parallel::map_in_order(&order, |&i| {
         let mut d = Diagnostics::default();
-        let mut files = emitters[i].emit(reg, &shared, &mut d);
-        let size = (files.len(), files.values().map(String::len).sum::<usize>());
-        for (path, text) in files.iter_mut() {
-            escape_raw_controls(path, text);
-        }
-        let spans = lookup.then(|| lookup::Spans::of(&files)).flatten();
-        (i, outputs_ref.prepare(files), size, d, spans)
+        let (prepared, size, spans) = match emitters[i].emit(reg, &shared, &mut d) {
+            Made::Files(mut files) => {
+                let size = (files.len(), files.values().map(String::len).sum::<usize>());
+                for (path, text) in files.iter_mut() {
+                    escape_raw_controls(path, text);
+                }
+                let spans = lookup.then(|| lookup::Spans::of(&files)).flatten();
+                (outputs_ref.prepare(files), size, spans)
+            }
+            Made::Pieces(path, mut pieces) => {
+                let size = (1, pieces.iter().map(String::len).sum::<usize>());
+                for piece in pieces.iter_mut() {
+                    escape_raw_controls(&path, piece);
+                }
+                let output = outputs_ref.prepare_pieces(&path, pieces);
+                (vec![(path, output)], size, None)
+            }
+        };
+        (i, prepared, size, d, spans)
     });
     results.sort_by_key(|(i, ..)| *i);
     // Every emitter's output but the report's own (which cannot count itself).

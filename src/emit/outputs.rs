@@ -54,15 +54,16 @@ pub type Listing = BTreeMap<String, Option<String>>;
 /// The output folder as the last build left it, which outputs are compared with as they are made
 /// (implemented by the writer, which owns the folder's rules: links, the manifest).
 pub trait Baseline: Send + Sync {
-    /// Whether the folder holds `rel` with exactly `text` (whose manifest hash is `hash`).
-    fn holds(&self, rel: &str, text: &str, hash: &str) -> bool;
+    /// Whether the folder holds `rel` with exactly `text`, the concatenation of its pieces
+    /// (whose manifest hash is `hash`).
+    fn holds(&self, rel: &str, text: &[String], hash: &str) -> bool;
     /// `rel`'s bytes as the folder holds them now.
     fn read(&self, rel: &str) -> std::io::Result<Vec<u8>>;
     /// What the folder's manifest listed when the baseline was taken.
     fn listing(&self) -> &Listing;
-    /// Stages `text` as the new `rel` where the write will take it from (`Ok(false)`: this
-    /// baseline stages nothing; the text is then kept).
-    fn stage(&self, _rel: &str, _text: &str) -> std::io::Result<bool> {
+    /// Stages `text` (its pieces, in order) as the new `rel` where the write will take it from
+    /// (`Ok(false)`: this baseline stages nothing; the text is then kept).
+    fn stage(&self, _rel: &str, _text: &[String]) -> std::io::Result<bool> {
         Ok(false)
     }
     /// `rel`'s bytes as staged (or, once the write is done, as written).
@@ -156,32 +157,52 @@ impl Outputs {
         files
             .into_iter()
             .map(|(path, text)| {
-                let hash = super::manifest_hash(&text);
-                if let Some(b) = &self.baseline {
-                    let found = if b.holds(&path, &text, &hash) {
-                        Some(Text::OnDisk)
-                    } else {
-                        // A file that cannot be staged (a full disk) is kept instead.
-                        b.stage(&path, &text)
-                            .is_ok_and(|staged| staged)
-                            .then_some(Text::Staged)
-                    };
-                    if let Some(text) = found {
-                        return (path, Output { text, hash });
-                    }
-                }
-                let text = match &self.spill {
-                    Some(spill) if text.len() >= SPILL_FROM => {
-                        match spill.lock().expect("spill lock").put(&text) {
-                            Ok(place) => Text::Spilled(place),
-                            Err(_) => Text::Held(text),
-                        }
-                    }
-                    _ => Text::Held(text),
-                };
-                (path, Output { text, hash })
+                let output = self.prepare_pieces(&path, vec![text]);
+                (path, output)
             })
             .collect()
+    }
+
+    /// One file whose text is `pieces` put together, prepared as [`Outputs::prepare`] does
+    /// without putting them together unless the text is held: an emitter whose file is tens of
+    /// megabytes of parts it already holds (the Rust types of every op) hands over the parts,
+    /// not a copy of them all.
+    pub(crate) fn prepare_pieces(&self, path: &str, pieces: Vec<String>) -> Output {
+        let hash = {
+            let mut hasher = blake3::Hasher::new();
+            for piece in &pieces {
+                hasher.update(piece.as_bytes());
+            }
+            super::manifest_hash_of_digest(hasher.finalize())
+        };
+        if let Some(b) = &self.baseline {
+            let found = if b.holds(path, &pieces, &hash) {
+                Some(Text::OnDisk)
+            } else {
+                // A file that cannot be staged (a full disk) is kept instead.
+                b.stage(path, &pieces)
+                    .is_ok_and(|staged| staged)
+                    .then_some(Text::Staged)
+            };
+            if let Some(text) = found {
+                return Output { text, hash };
+            }
+        }
+        let len: usize = pieces.iter().map(String::len).sum();
+        let held = |mut pieces: Vec<String>| match pieces.len() {
+            1 => Text::Held(pieces.pop().expect("one piece")),
+            _ => Text::Held(pieces.concat()),
+        };
+        let text = match &self.spill {
+            Some(spill) if len >= SPILL_FROM => {
+                match spill.lock().expect("spill lock").put_pieces(&pieces) {
+                    Ok(place) => Text::Spilled(place),
+                    Err(_) => held(pieces),
+                }
+            }
+            _ => held(pieces),
+        };
+        Output { text, hash }
     }
 
     /// Adds prepared files; a path added before is replaced.
@@ -354,5 +375,32 @@ mod tests {
         want.insert("a/big.md".into(), "replaced".repeat(100));
         assert_eq!(spilled.into_file_map().unwrap(), want);
         assert_eq!(held.into_file_map().unwrap(), want);
+    }
+
+    /// A file handed over in pieces reads, hashes and spills as the same text handed over
+    /// whole, held or spilled.
+    #[test]
+    fn a_file_in_pieces_is_the_file_whole() {
+        let big = "ü".repeat(3_000);
+        for pieces in [
+            vec![],
+            vec!["tiny".to_string()],
+            vec![
+                "// head\n".to_string(),
+                big.clone(),
+                String::new(),
+                big.clone(),
+            ],
+        ] {
+            let whole = pieces.concat();
+            for mut outputs in [Outputs::holding(), Outputs::spilling()] {
+                let output = outputs.prepare_pieces("rust/registry.rs", pieces.clone());
+                assert_eq!(output.hash, super::super::manifest_hash(&whole));
+                let spills = outputs.spill.is_some() && whole.len() >= SPILL_FROM;
+                assert_eq!(matches!(output.text, Text::Spilled(_)), spills);
+                outputs.add(vec![("rust/registry.rs".to_string(), output)]);
+                assert_eq!(outputs.text("rust/registry.rs").unwrap(), whole);
+            }
+        }
     }
 }

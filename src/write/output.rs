@@ -658,7 +658,7 @@ impl FolderBaseline {
 }
 
 impl Baseline for FolderBaseline {
-    fn holds(&self, rel: &str, text: &str, hash: &str) -> bool {
+    fn holds(&self, rel: &str, text: &[String], hash: &str) -> bool {
         // A recorded hash that differs means changed, unread (as `check_unlocked` judges).
         if let Some(Some(recorded)) = self.listing.get(rel) {
             if recorded != hash {
@@ -667,7 +667,7 @@ impl Baseline for FolderBaseline {
         }
         safe_rel(rel)
             && self.plain(rel)
-            && fs::read(self.out.join(rel)).is_ok_and(|bytes| bytes == text.as_bytes())
+            && fs::read(self.out.join(rel)).is_ok_and(|bytes| is_concatenation(&bytes, text))
     }
 
     fn read(&self, rel: &str) -> std::io::Result<Vec<u8>> {
@@ -683,7 +683,7 @@ impl Baseline for FolderBaseline {
         &self.listing
     }
 
-    fn stage(&self, rel: &str, text: &str) -> std::io::Result<bool> {
+    fn stage(&self, rel: &str, text: &[String]) -> std::io::Result<bool> {
         // The staging folder is the claim's own (made fresh under its lock), so it holds no
         // link; a path that is not plain is left to the write, which refuses it.
         let Some(made) = &self.staging else {
@@ -696,7 +696,10 @@ impl Baseline for FolderBaseline {
         let path = staging.join(rel);
         let dir = path.parent().unwrap_or(&staging);
         made.lock().unwrap_or_else(|p| p.into_inner()).make(dir)?;
-        fs::write(&path, text)?;
+        let mut file = fs::File::create(&path)?;
+        for piece in text {
+            std::io::Write::write_all(&mut file, piece.as_bytes())?;
+        }
         Ok(true)
     }
 
@@ -707,6 +710,18 @@ impl Baseline for FolderBaseline {
             read => read,
         }
     }
+}
+
+/// Whether `bytes` are `pieces` put together.
+fn is_concatenation(bytes: &[u8], pieces: &[String]) -> bool {
+    let mut rest = bytes;
+    for piece in pieces {
+        match rest.strip_prefix(piece.as_bytes()) {
+            Some(after) => rest = after,
+            None => return false,
+        }
+    }
+    rest.is_empty()
 }
 
 /// The output folder claimed by one build (`toolreg build`): locked from before the build makes
@@ -1158,6 +1173,27 @@ pub fn render_check(out_display: &str, report: &CheckReport, fix: &str) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_is_its_pieces_put_together_and_nothing_else() {
+        let pieces = |list: &[&str]| list.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        assert!(is_concatenation(
+            b"abcdef",
+            &pieces(&["ab", "", "cd", "ef"])
+        ));
+        assert!(is_concatenation(b"", &pieces(&[])));
+        assert!(is_concatenation(b"", &pieces(&["", ""])));
+        assert!(
+            !is_concatenation(b"abcdef", &pieces(&["ab", "cd"])),
+            "bytes left over"
+        );
+        assert!(
+            !is_concatenation(b"abcd", &pieces(&["ab", "cde"])),
+            "a piece too long"
+        );
+        assert!(!is_concatenation(b"abxd", &pieces(&["ab", "cd"])));
+        assert!(!is_concatenation(b"ab", &pieces(&["ab", "c"])));
+    }
 
     fn map(entries: &[(&str, &str)]) -> FileMap {
         entries
