@@ -46,15 +46,25 @@ type Key = [u8; 32];
 /// below it are token counts and screens, whose reading back would cost more than they hold.
 const SPILL_FROM: usize = 512;
 
+/// The smallest value a build lets go of once it has served it from the memo's file, when it
+/// can read that file again: saved by appending, such an entry stays where it is in the file
+/// (written afresh, the file is read again for it). Holding every value served until the save
+/// kept the whole memo (120 MB at 10,000 tools) in memory through a one-tool rebuild, which
+/// made its peak higher than a full build's. Small values (token counts) are held: they are
+/// asked for again within a build, and cost little.
+const LET_GO_FROM: usize = 512;
+
 /// Entries by key. A key is already a blake3 digest, so its first eight bytes are as good a
 /// hash as any: SipHashing all 32 again, three lookups an entry, was a few percent of a
 /// one-tool rebuild.
 type KeyMap<V = Arc<str>> = HashMap<Key, V, std::hash::BuildHasherDefault<DigestHasher>>;
 
-/// An entry this build used: held, or in the spill file.
+/// An entry this build used: held, in the spill file, or served from the memo's file and not
+/// held (`Served`, its length; see [`LET_GO_FROM`]).
 enum Used {
     Held(Arc<str>),
     Spilled(Spilled),
+    Served(usize),
 }
 
 impl Used {
@@ -62,6 +72,7 @@ impl Used {
         match self {
             Used::Held(v) => v.len(),
             Used::Spilled(place) => place.len,
+            Used::Served(len) => *len,
         }
     }
 }
@@ -111,10 +122,16 @@ pub struct Memo {
     spill: Mutex<Option<SpillFile>>,
     /// Keys this build computed (in `used`, not on disk yet): what an appendix holds.
     fresh: Mutex<Vec<Key>>,
+    /// Reads the memo's file again (a memo read in the background has it): what lets a served
+    /// value go ([`LET_GO_FROM`]).
+    source: Option<Arc<FileSource>>,
     hits: AtomicUsize,
     repeats: AtomicUsize,
     misses: AtomicUsize,
 }
+
+/// Reads a memo's file: its bytes, `None` when there is none.
+type FileSource = dyn Fn() -> Option<Vec<u8>> + Send + Sync;
 
 /// What a memo read from its file: the entries, and how the file checked.
 #[derive(Default)]
@@ -144,6 +161,7 @@ impl Memo {
             used: Mutex::default(),
             spill: Mutex::new(None),
             fresh: Mutex::default(),
+            source: None,
             hits: AtomicUsize::new(0),
             repeats: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
@@ -168,13 +186,15 @@ impl Memo {
     /// one-tool rebuild before the compile could start, on a core the compile leaves idle.
     pub fn read_in_background(
         salt: &str,
-        file: impl FnOnce() -> Option<Vec<u8>> + Send + 'static,
+        file: impl Fn() -> Option<Vec<u8>> + Send + Sync + 'static,
     ) -> Memo {
-        let memo = Memo::new(salt);
+        let mut memo = Memo::new(salt);
         let key = memo.salt;
+        let source: Arc<FileSource> = Arc::new(file);
+        memo.source = Some(source.clone());
         let reading = std::thread::Builder::new()
             .name("memo-read".into())
-            .spawn(move || file().map_or_else(Stored::default, |b| stored_from(&key, &b)));
+            .spawn(move || source().map_or_else(Stored::default, |b| stored_from(&key, &b)));
         // With no thread to read on, the memo starts empty: every entry is computed (slower,
         // the same output).
         if let Ok(handle) = reading {
@@ -227,6 +247,7 @@ impl Memo {
                 .as_mut()?
                 .get(*place)
                 .map(Arc::from),
+            Used::Served(_) => None,
         }
     }
 
@@ -334,7 +355,8 @@ impl Memo {
                 return Some(v.clone());
             }
             Some(Used::Spilled(place)) => Some(*place),
-            None => None,
+            // Let go of once served: computed again, like an entry not in the memo.
+            Some(Used::Served(_)) | None => None,
         };
         if let Some(place) = spilled {
             // Read back outside the map's lock; a failed read is computed again (and kept).
@@ -346,12 +368,18 @@ impl Memo {
             }
             return v;
         }
-        let v = self.stored().entries.remove(key)?;
+        let (v, let_go) = {
+            let mut stored = self.stored();
+            let v = stored.entries.remove(key)?;
+            let let_go = v.len() >= LET_GO_FROM && stored.appendable && self.source.is_some();
+            (v, let_go)
+        };
         self.hits.fetch_add(1, Ordering::Relaxed);
-        self.used
-            .lock()
-            .expect("memo lock")
-            .insert(*key, Used::Held(v.clone()));
+        let kept = match let_go {
+            true => Used::Served(v.len()),
+            false => Used::Held(v.clone()),
+        };
+        self.used.lock().expect("memo lock").insert(*key, kept);
         Some(v)
     }
 
@@ -391,12 +419,25 @@ impl Memo {
         let used = self.used.lock().expect("memo lock");
         let mut keys: Vec<&Key> = used.keys().collect();
         keys.sort();
+        // Values served and let go are read from the file again, checked as on the first read.
+        let again = used
+            .values()
+            .any(|u| matches!(u, Used::Served(_)))
+            .then(|| self.source.as_ref().and_then(|read| read()))
+            .flatten()
+            .map(|bytes| stored_from(&self.salt, &bytes))
+            .unwrap_or_default();
         out.write_all(MAGIC)?;
         out.write_all(&self.salt)?;
-        // A spilled value that cannot be read back is left out: a cache entry fewer.
-        let entries = keys
-            .into_iter()
-            .filter_map(|k| Some((k, self.value(&used[k])?)));
+        // A value that cannot be read back (from the spill file, or from a memo file changed
+        // since) is left out: a cache entry fewer.
+        let entries = keys.into_iter().filter_map(|k| {
+            let value = match &used[k] {
+                Used::Served(_) => again.entries.get(k).cloned(),
+                kept => self.value(kept),
+            };
+            Some((k, value?))
+        });
         write_entries(out, entries, segment_bytes)
     }
 
@@ -584,6 +625,91 @@ mod tests {
         m
     }
 
+    /// A memo read in the background lets go of the large values it serves, and still saves
+    /// them: appended (they stay in the file), or written afresh (read from the file again,
+    /// checked; left out, never wrong, when the file changed meanwhile). A value asked for again
+    /// after it was let go is computed again.
+    #[test]
+    fn served_values_are_let_go_and_still_saved() {
+        let big = |n: usize| format!("{n} {}", "page text ".repeat(LET_GO_FROM / 5));
+        let first = Memo::new("salt");
+        for n in 0..10 {
+            first.get_or_compute("page", &[n], || big(n.into()));
+            first.get_or_compute("count", &[n], || n.to_string());
+        }
+        let file = first.to_bytes();
+        let on_disk = std::sync::Arc::new(Mutex::new(file.clone()));
+        let disk = on_disk.clone();
+        let read = Memo::read_in_background("salt", move || Some(disk.lock().unwrap().clone()));
+        // Half the pages and every count served: the pages let go, the counts held.
+        for n in 0..5 {
+            assert_eq!(
+                *read.get_or_compute("page", &[n], || unreachable!()),
+                big(n.into())
+            );
+        }
+        for n in 0..10 {
+            read.get_or_compute("count", &[n], || unreachable!());
+        }
+        {
+            let used = read.used.lock().unwrap();
+            let let_go = used
+                .values()
+                .filter(|u| matches!(u, Used::Served(_)))
+                .count();
+            assert_eq!(let_go, 5, "the five pages served");
+        }
+        // Asked again: computed (the same text), and the entry stays let go.
+        assert_eq!(*read.get_or_compute("page", &[0], || big(0)), big(0));
+        assert_eq!(read.stats().misses, 1);
+        read.get_or_compute("page", &[99], || big(99));
+        // Appended: the file as it was plus the new page.
+        let mut appended = file.clone();
+        appended.extend(read.appendix().expect("the live entries outweigh the dead"));
+        let later = Memo::read("salt", &appended);
+        for n in [0u8, 4, 9, 99] {
+            assert_eq!(
+                *later.get_or_compute("page", &[n], || unreachable!()),
+                big(n.into())
+            );
+        }
+        // Written afresh: exactly the used entries, the let-go pages read from the file again.
+        let afresh = Memo::read("salt", &read.to_bytes());
+        for n in [0u8, 4, 99] {
+            assert_eq!(
+                *afresh.get_or_compute("page", &[n], || unreachable!()),
+                big(n.into())
+            );
+        }
+        assert_eq!(
+            *afresh.get_or_compute("page", &[9], || "unused".into()),
+            *"unused"
+        );
+        // The file damaged since it was read: the let-go pages are left out, the rest saved.
+        let len = on_disk.lock().unwrap().len();
+        on_disk.lock().unwrap()[len - 10] ^= 1;
+        let partial = Memo::read("salt", &read.to_bytes());
+        assert_eq!(
+            *partial.get_or_compute("page", &[99], || unreachable!()),
+            big(99)
+        );
+        assert_eq!(
+            *partial.get_or_compute("count", &[3], || unreachable!()),
+            *"3"
+        );
+        let missing = (1..5u8)
+            .filter(|&n| *partial.get_or_compute("page", &[n], || "again".into()) == *"again")
+            .count();
+        assert!(missing > 0, "a page from the damaged segment was saved");
+        // A memo read at once (no file to read again) holds what it serves.
+        let held = Memo::read("salt", &file);
+        held.get_or_compute("page", &[1], || unreachable!());
+        assert!(matches!(
+            held.used.lock().unwrap().values().next(),
+            Some(Used::Held(_))
+        ));
+    }
+
     /// A spilling memo holds no large value it computed, serves each again from the spill
     /// file, and saves and appends the same bytes as a memo that holds them all.
     #[test]
@@ -691,7 +817,7 @@ mod tests {
         let m = filled();
         let bytes = m.to_bytes();
         let given = bytes.clone();
-        let read = Memo::read_in_background("salt", move || Some(given));
+        let read = Memo::read_in_background("salt", move || Some(given.clone()));
         // Used from two threads at once: both wait for the read, neither computes.
         std::thread::scope(|s| {
             let a = s.spawn(|| read.get_or_compute("count", b"hi", || unreachable!()));
@@ -714,7 +840,7 @@ mod tests {
         assert_eq!(&*none.get_or_compute("count", b"hi", || "c".into()), "c");
         let mut torn = bytes.clone();
         torn.truncate(torn.len() - 3);
-        let damaged = Memo::read_in_background("salt", move || Some(torn));
+        let damaged = Memo::read_in_background("salt", move || Some(torn.clone()));
         assert!(damaged.stats().rejected > 0);
         assert!(damaged.appendix().is_none());
         let failed = Memo::read_in_background("salt", || panic!("a disk error"));
