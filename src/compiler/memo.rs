@@ -19,11 +19,13 @@
 //! A build's memo can spill ([`Memo::spilling`]): each value it computes of `SPILL_FROM` bytes or
 //! more goes to an anonymous temporary file as it is made, and is read back only when served
 //! again or saved. A full build computes every entry (about 85 MB at 10,000 tools), and holding
-//! them all while every emitter's output is held too was a tenth of its peak.
+//! them all while every emitter's output is held too was a tenth of its peak. Likewise a memo
+//! read in the background lets go of each large value it serves ([`LET_GO_FROM`]): the file
+//! still holds it for an append, and is read again for a save that writes it afresh.
 //!
 //! Why it is one file: an entry's life (read and checked by segment, served, computed, spilled,
 //! appended or written afresh) is one protocol whose invariants (only checked bytes are served,
-//! a saved file holds exactly what the build used) read top to bottom. About 230 of its lines
+//! a saved file holds exactly what the build used) read top to bottom. About 340 of its lines
 //! are tests.
 
 use crate::compiler::spill::{SpillFile, Spilled};
