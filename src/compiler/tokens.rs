@@ -280,8 +280,8 @@ fn page_size(pretty: &str, memo: &Memo, version: &str, version_tokens: usize) ->
         let chars = text.chars().count() - stamps * version.chars().count();
         // Counted, not remembered part by part: a page that misses this entry is one of the
         // few a change touches (its op's pages, its directories'), each within a page budget,
-        // while an entry per part doubled this step's share of the memo and of a full build's
-        // peak.
+        // while an entry per part (a page has one or more) added at least as many memo entries
+        // as this step's own, one per page.
         let tokens: usize = parts.iter().map(|p| Tokens::get().o200k(p)).sum();
         format!("{chars} {stamps} {tokens}")
     });
