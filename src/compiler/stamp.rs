@@ -12,6 +12,7 @@ pub fn registry_version(reg: &Registry) -> String {
     let canonical = CanonicalRegistry {
         registry: reg,
         form: RegistryForm::Hashed,
+        spans: None,
     };
     crate::model::canonical::hash_json(&mut hasher, &canonical);
     crate::model::canonical::short_digest(hasher.finalize())

@@ -1,83 +1,26 @@
 //! `lookup.json` (see `model::lookup`): where each op and page lies in the `registry.json` and
-//! `help.json` this build wrote, read off their text, so a cold process can read one of each.
+//! `help.json` this build wrote, recorded by their emitters as they write each op and page, so a
+//! cold process can read one of each.
 
-use super::FileMap;
 use crate::model::lookup::{Lookup, FILE};
 use crate::model::registry::{Registry, GENERATOR};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 
-#[derive(Deserialize)]
-struct RegistryText<'a> {
-    #[serde(borrow)]
-    ops: BTreeMap<String, &'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct HelpText<'a> {
-    #[serde(borrow)]
-    pages: BTreeMap<String, PagesText<'a>>,
-}
-
-#[derive(Deserialize)]
-struct PagesText<'a> {
-    #[serde(borrow)]
-    short: &'a RawValue,
-    #[serde(borrow)]
-    full: &'a RawValue,
-}
-
-/// Where each op lies in a `registry.json` text, and the text's length: read off the text as the
-/// registry emitter made it (in its own thread, before the text leaves memory).
-#[derive(Debug)]
+/// Where each op lies in a `registry.json` text (start and length of its value), and the text's
+/// length: recorded by the registry emitter as it writes each op (reading the 40 MB text back
+/// to find them was a tenth of a one-tool rebuild's registry and help at 10,000 ops).
+#[derive(Debug, PartialEq)]
 pub struct RegistrySpans {
-    ops: BTreeMap<String, [u64; 2]>,
-    bytes: u64,
+    pub(super) ops: BTreeMap<String, [u64; 2]>,
+    pub(super) bytes: u64,
 }
 
-/// Where each page lies in a `help.json` text (short and full), and the text's length.
-#[derive(Debug)]
+/// Where each page lies in a `help.json` text (short and full: start and length each), and the
+/// text's length: recorded by the help emitter as it writes each page.
+#[derive(Debug, PartialEq)]
 pub struct HelpSpans {
-    pages: BTreeMap<String, [u64; 4]>,
-    bytes: u64,
-}
-
-fn at(text: &str, raw: &RawValue) -> [u64; 2] {
-    let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
-    [start as u64, raw.get().len() as u64]
-}
-
-/// The spans of a `registry.json` text, or `None` if it does not read back (it always does:
-/// it is this build's own output).
-pub fn registry_spans(registry: &str) -> Option<RegistrySpans> {
-    let ops_text: RegistryText = serde_json::from_str(registry).ok()?;
-    let ops = ops_text
-        .ops
-        .iter()
-        .map(|(op, raw)| (op.clone(), at(registry, raw)))
-        .collect();
-    Some(RegistrySpans {
-        ops,
-        bytes: registry.len() as u64,
-    })
-}
-
-/// The spans of a `help.json` text, or `None` if it does not read back.
-pub fn help_spans(help: &str) -> Option<HelpSpans> {
-    let help_text: HelpText = serde_json::from_str(help).ok()?;
-    let pages = help_text
-        .pages
-        .iter()
-        .map(|(path, p)| {
-            let ([s, sl], [f, fl]) = (at(help, p.short), at(help, p.full));
-            (path.clone(), [s, sl, f, fl])
-        })
-        .collect();
-    Some(HelpSpans {
-        pages,
-        bytes: help.len() as u64,
-    })
+    pub(super) pages: BTreeMap<String, [u64; 4]>,
+    pub(super) bytes: u64,
 }
 
 /// Where ops and pages lie in the files one emitter made: `registry.json`'s or `help.json`'s.
@@ -85,19 +28,6 @@ pub fn help_spans(help: &str) -> Option<HelpSpans> {
 pub enum Spans {
     Registry(RegistrySpans),
     Help(HelpSpans),
-}
-
-impl Spans {
-    /// The spans of `registry.json` or `help.json` among `files` (`None`: neither is there).
-    pub fn of(files: &FileMap) -> Option<Spans> {
-        if let Some(text) = files.get(super::registry_json::FILE) {
-            return registry_spans(text).map(Spans::Registry);
-        }
-        files
-            .get(super::help::FILE)
-            .and_then(|text| help_spans(text))
-            .map(Spans::Help)
-    }
 }
 
 /// The spans of both files, gathered from the emitters' threads.
@@ -151,4 +81,68 @@ pub fn render_spans(reg: &Registry, registry: RegistrySpans, help: HelpSpans) ->
     let mut text = serde_json::to_string(&lookup).expect("the lookup serializes");
     text.push('\n');
     (FILE.to_string(), text)
+}
+
+/// The spans the emitters record, read back off the texts instead: what proves the recorded
+/// ones right.
+#[cfg(test)]
+pub(super) mod read_back {
+    use super::{HelpSpans, RegistrySpans};
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+
+    #[derive(Deserialize)]
+    struct RegistryText<'a> {
+        #[serde(borrow)]
+        ops: BTreeMap<String, &'a RawValue>,
+    }
+
+    #[derive(Deserialize)]
+    struct HelpText<'a> {
+        #[serde(borrow)]
+        pages: BTreeMap<String, PagesText<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    struct PagesText<'a> {
+        #[serde(borrow)]
+        short: &'a RawValue,
+        #[serde(borrow)]
+        full: &'a RawValue,
+    }
+
+    fn at(text: &str, raw: &RawValue) -> [u64; 2] {
+        let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+        [start as u64, raw.get().len() as u64]
+    }
+
+    pub(in crate::emit) fn registry_spans(registry: &str) -> RegistrySpans {
+        let ops_text: RegistryText = serde_json::from_str(registry).unwrap();
+        let ops = ops_text
+            .ops
+            .iter()
+            .map(|(op, raw)| (op.clone(), at(registry, raw)))
+            .collect();
+        RegistrySpans {
+            ops,
+            bytes: registry.len() as u64,
+        }
+    }
+
+    pub(in crate::emit) fn help_spans(help: &str) -> HelpSpans {
+        let help_text: HelpText = serde_json::from_str(help).unwrap();
+        let pages = help_text
+            .pages
+            .iter()
+            .map(|(path, p)| {
+                let ([s, sl], [f, fl]) = (at(help, p.short), at(help, p.full));
+                (path.clone(), [s, sl, f, fl])
+            })
+            .collect();
+        HelpSpans {
+            pages,
+            bytes: help.len() as u64,
+        }
+    }
 }

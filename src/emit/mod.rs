@@ -188,11 +188,14 @@ impl Emitter {
                 let pieces = rust::emit(reg, shared.page_memo(reg).as_ref(), diags);
                 return Made::Pieces(rust::FILE.to_string(), pieces);
             }
-            Emitter::Registry => registry_json::emit(reg),
+            Emitter::Registry => {
+                let (files, spans) = registry_json::emit_spanned(reg);
+                return Made::Indexed(files, lookup::Spans::Registry(spans));
+            }
             Emitter::Help => {
-                let files = help::emit(&shared.help(reg));
+                let (files, spans) = help::emit(&shared.help(reg));
                 shared.done_with_help();
-                files
+                return Made::Indexed(files, lookup::Spans::Help(spans));
             }
             Emitter::Surfaces => surfaces::emit(reg),
             Emitter::Report => {
@@ -224,10 +227,11 @@ impl Emitter {
     }
 }
 
-/// What one emitter made: files, or one file as pieces to put together (see
-/// [`Outputs::prepare_pieces`]).
+/// What one emitter made: files, files with where each op or page lies in them (for
+/// `lookup.json`), or one file as pieces to put together (see [`Outputs::prepare_pieces`]).
 enum Made {
     Files(FileMap),
+    Indexed(FileMap, lookup::Spans),
     Pieces(String, Vec<String>),
 }
 
@@ -344,19 +348,27 @@ pub fn emit_outputs(
     order.sort_by_key(|&i| emitters[i].cost_rank());
     let shared = Shared::new(settings, emitters);
     let outputs_ref = &outputs;
-    // `lookup.json` indexes `registry.json` and `help.json`, when both are made: each emitter's
-    // thread reads its file's spans while the text is at hand (not read back at the end).
+    // `lookup.json` indexes `registry.json` and `help.json`, when both are made: each emitter
+    // records where its ops or pages lie as it writes them.
     let lookup = emitters.contains(&Emitter::Registry) && emitters.contains(&Emitter::Help);
     let mut results = crate::compiler::parallel::map_in_order(&order, |&i| {
         let mut d = Diagnostics::default();
+        let files = |mut files: FileMap| {
+            let size = (files.len(), files.values().map(String::len).sum::<usize>());
+            for (path, text) in files.iter_mut() {
+                escape_raw_controls(path, text);
+            }
+            (outputs_ref.prepare(files), size)
+        };
         let (prepared, size, spans) = match emitters[i].emit(reg, &shared, &mut d) {
-            Made::Files(mut files) => {
-                let size = (files.len(), files.values().map(String::len).sum::<usize>());
-                for (path, text) in files.iter_mut() {
-                    escape_raw_controls(path, text);
-                }
-                let spans = lookup.then(|| lookup::Spans::of(&files)).flatten();
-                (outputs_ref.prepare(files), size, spans)
+            Made::Files(made) => {
+                let (prepared, size) = files(made);
+                (prepared, size, None)
+            }
+            // JSON only, which `escape_raw_controls` leaves as it is: the spans hold.
+            Made::Indexed(made, spans) => {
+                let (prepared, size) = files(made);
+                (prepared, size, lookup.then_some(spans))
             }
             Made::Pieces(path, mut pieces) => {
                 let size = (1, pieces.iter().map(String::len).sum::<usize>());

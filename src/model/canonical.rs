@@ -3,6 +3,10 @@
 //! Artifacts are pretty-printed with 2-space indents, LF line endings and a final newline. Keys
 //! are sorted, except inside subtrees whose key is listed as order-preserving (parameter schemas
 //! keep the order their author wrote, for docs). The version hash sorts everything.
+//!
+//! Why it is one file: the registry's canonical form (header, ops, args, examples, annotations)
+//! must write what the generic sorted view writes, byte for byte; its tests compare the two, so
+//! both live here (over 700 lines, most of them those tests).
 
 use serde_json::{Map, Value};
 
@@ -160,6 +164,60 @@ pub enum RegistryForm {
 pub struct CanonicalRegistry<'a> {
     pub registry: &'a crate::model::registry::Registry,
     pub form: RegistryForm,
+    /// Where to record each op's place in the text, when it is written through an
+    /// [`OpSpans::writer`].
+    pub spans: Option<&'a OpSpans>,
+}
+
+/// Where each op's value lies (start, length) in a registry text as it is written, in the
+/// registry's op order: taken from the bytes the writer has passed on when the op's value
+/// starts and ends (serde_json writes straight through, so the count is exact).
+#[derive(Default)]
+pub struct OpSpans {
+    written: std::cell::Cell<u64>,
+    spans: std::cell::RefCell<Vec<[u64; 2]>>,
+}
+
+impl OpSpans {
+    /// A writer into `out` that counts what it writes for these spans.
+    pub fn writer<'a, W: std::io::Write + 'a>(&'a self, out: W) -> impl std::io::Write + 'a {
+        struct Counting<'s, W> {
+            out: W,
+            spans: &'s OpSpans,
+        }
+        impl<W: std::io::Write> std::io::Write for Counting<'_, W> {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                let n = self.out.write(buf)?;
+                self.spans.written.set(self.spans.written.get() + n as u64);
+                Ok(n)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                self.out.flush()
+            }
+        }
+        Counting { out, spans: self }
+    }
+
+    /// The spans recorded, one per op in the registry's order.
+    pub fn into_spans(self) -> Vec<[u64; 2]> {
+        self.spans.into_inner()
+    }
+}
+
+/// An op's value, its place recorded in `spans` as it is written.
+struct Spanned<'a, T> {
+    value: T,
+    spans: &'a OpSpans,
+}
+
+impl<T: serde::Serialize> serde::Serialize for Spanned<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let start = self.spans.written.get();
+        let ok = self.value.serialize(s)?;
+        let end = self.spans.written.get();
+        self.spans.spans.borrow_mut().push([start, end - start]);
+        Ok(ok)
+    }
 }
 
 impl serde::Serialize for CanonicalRegistry<'_> {
@@ -188,6 +246,7 @@ impl serde::Serialize for CanonicalRegistry<'_> {
                         registry: self.registry,
                         keep,
                         hashed,
+                        spans: self.spans,
                     },
                 )?;
             } else {
@@ -264,6 +323,7 @@ struct Ops<'a> {
     registry: &'a crate::model::registry::Registry,
     keep: &'a [&'a str],
     hashed: bool,
+    spans: Option<&'a OpSpans>,
 }
 
 impl serde::Serialize for Ops<'_> {
@@ -271,14 +331,15 @@ impl serde::Serialize for Ops<'_> {
         use serde::ser::SerializeMap;
         let mut map = s.serialize_map(Some(self.registry.ops.len()))?;
         for (op, record) in &self.registry.ops {
-            map.serialize_entry(
-                op,
-                &CanonicalOp {
-                    op: record,
-                    keep: self.keep,
-                    hashed: self.hashed,
-                },
-            )?;
+            let value = CanonicalOp {
+                op: record,
+                keep: self.keep,
+                hashed: self.hashed,
+            };
+            match self.spans {
+                Some(spans) => map.serialize_entry(op, &Spanned { value, spans })?,
+                None => map.serialize_entry(op, &value)?,
+            }
         }
         map.end()
     }

@@ -9,6 +9,7 @@
 //! to copy and the policy. `short` keeps each argument to one short line and one example; `full`
 //! adds the whole description, every example and the id-discovery sequence.
 
+use super::lookup::HelpSpans;
 use super::FileMap;
 use super::PageMemo;
 use crate::model::help::{HelpDoc, HelpPages, ROOT};
@@ -33,26 +34,38 @@ const FULL_ARG_CHARS: usize = 1_500;
 /// Most enum values one argument shows on a page.
 const MAX_ENUM: usize = 60;
 
-pub fn emit(doc: &PageTexts) -> FileMap {
-    FileMap::from([(FILE.to_string(), render_texts(doc))])
+/// `help.json`, and where each page lies in it (for `lookup.json`).
+pub(crate) fn emit(doc: &PageTexts) -> (FileMap, HelpSpans) {
+    let (text, spans) = render_texts_spanned(doc);
+    (FileMap::from([(FILE.to_string(), text)]), spans)
 }
 
 /// [`render`] from the pages as text: the same bytes (`texts_render_as_values_do` proves it),
 /// written as `serde_json::to_string_pretty` lays out the document around them.
 pub fn render_texts(doc: &PageTexts) -> String {
+    render_texts_spanned(doc).0
+}
+
+/// [`render_texts`], with where each page lies in the text (start and length of its short and
+/// full page), taken as it is written.
+fn render_texts_spanned(doc: &PageTexts) -> (String, HelpSpans) {
     let json = |s: &str| serde_json::to_string(s).unwrap_or_default();
     // Sized exactly (`rendered_len`): at 10,000 ops the file is 56 MB, and a buffer that outgrows
     // a guess doubles to twice that while every emitter's output is held.
     let mut out = String::with_capacity(rendered_len(doc));
-    // A page sits three objects deep: its lines after the first are indented six spaces.
-    let page = |out: &mut String, text: &str| {
+    // A page sits three objects deep: its lines after the first are indented six spaces. Its
+    // start and length in the text.
+    let page = |out: &mut String, text: &str| -> [u64; 2] {
+        let start = out.len();
         let mut lines = text.split('\n');
         out.push_str(lines.next().unwrap_or_default());
         for line in lines {
             out.push_str("\n      ");
             out.push_str(line);
         }
+        [start as u64, (out.len() - start) as u64]
     };
+    let mut spans = BTreeMap::new();
     out.push_str("{\n  \"generator\": ");
     out.push_str(&json(&doc.generator));
     out.push_str(",\n  \"pages\": {");
@@ -60,10 +73,11 @@ pub fn render_texts(doc: &PageTexts) -> String {
         out.push_str(if k == 0 { "\n    " } else { ",\n    " });
         out.push_str(&json(path));
         out.push_str(": {\n      \"full\": ");
-        page(&mut out, &p.full);
+        let [f, fl] = page(&mut out, &p.full);
         out.push_str(",\n      \"short\": ");
-        page(&mut out, &p.short);
+        let [s, sl] = page(&mut out, &p.short);
         out.push_str("\n    }");
+        spans.insert(path.clone(), [s, sl, f, fl]);
     }
     if !doc.pages.is_empty() {
         out.push_str("\n  ");
@@ -71,7 +85,14 @@ pub fn render_texts(doc: &PageTexts) -> String {
     out.push_str("},\n  \"registry_version\": ");
     out.push_str(&json(&doc.registry_version));
     out.push_str("\n}\n");
-    out
+    let bytes = out.len() as u64;
+    (
+        out,
+        HelpSpans {
+            pages: spans,
+            bytes,
+        },
+    )
 }
 
 /// The length of [`render_texts`]'s output, to the byte: each page's lines after the first

@@ -59,8 +59,13 @@ fn texts_render_as_values_do() {
         let values = build(&reg);
         let texts = build_texts(&reg, None);
         assert_eq!(values.texts(), texts, "{dir}");
-        let text = render_texts(&texts);
+        let (text, spans) = render_texts_spanned(&texts);
         assert!(render(&values) == text, "{dir}: help.json differs");
+        // Where each page lies, as recorded while writing, is where reading it back finds it.
+        assert!(
+            spans == crate::emit::lookup::read_back::help_spans(&text),
+            "{dir}: spans"
+        );
         assert_eq!(
             text.len(),
             rendered_len(&texts),
@@ -102,4 +107,6 @@ fn texts_render_as_values_do() {
     let doc = HelpDoc::new(String::new(), String::new(), BTreeMap::new());
     assert_eq!(render_texts(&empty), render(&doc));
     assert_eq!(render_texts(&empty).len(), rendered_len(&empty));
+    let (text, spans) = render_texts_spanned(&empty);
+    assert_eq!(spans, crate::emit::lookup::read_back::help_spans(&text));
 }
