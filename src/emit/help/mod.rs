@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 mod direct;
 mod paging;
 pub use paging::PAGE_MARK;
-use paging::{empty_page, fits, paged, split_description};
+use paging::{empty_page, fits, paged, paged_over, split_description};
 
 pub const FILE: &str = "help.json";
 
@@ -282,7 +282,12 @@ fn pages_as<T>(
             if fits(&page) {
                 vec![page]
             } else {
-                paged(split_description(page), path, lists, reg)
+                // Measured over the budget: counted again only if cutting its description
+                // changed it.
+                match split_description(page) {
+                    (cut, true) => paged(cut, path, lists, reg),
+                    (page, false) => paged_over(page, path, lists, reg),
+                }
             }
         };
         let short = split(f(false));

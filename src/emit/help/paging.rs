@@ -40,6 +40,12 @@ pub(super) fn paged(page: Value, path: &str, lists: &[&str], reg: &Registry) -> 
     if fits(&page) {
         return vec![page];
     }
+    paged_over(page, path, lists, reg)
+}
+
+/// [`paged`] for a page already measured over `PAGE_TOKENS` as it is: not counted again (a
+/// group of 500 ops lists about 100 KB, and counting it is most of paging it).
+pub(super) fn paged_over(page: Value, path: &str, lists: &[&str], reg: &Registry) -> Vec<Value> {
     let items: Vec<(&str, &Value)> = lists
         .iter()
         .filter_map(|k| page.get(*k).and_then(Value::as_array).map(|a| (*k, a)))
@@ -116,18 +122,16 @@ pub(super) fn paged(page: Value, path: &str, lists: &[&str], reg: &Registry) -> 
         .collect()
 }
 
-/// An op page over the budget: a long description goes on in `description_more` (paged like
-/// a listing) after its first part.
-pub(super) fn split_description(mut page: Value) -> Value {
+/// An op page over the budget (measured by the caller): a long description goes on in
+/// `description_more` (paged like a listing) after its first part. Whether it was cut (a page
+/// not cut is as over the budget as it was).
+pub(super) fn split_description(mut page: Value) -> (Value, bool) {
     const PART_CHARS: usize = 1_500;
-    if fits(&page) {
-        return page;
-    }
     let Some(text) = page.get("description").and_then(Value::as_str) else {
-        return page;
+        return (page, false);
     };
     if text.chars().count() <= PART_CHARS {
-        return page;
+        return (page, false);
     }
     let mut parts: Vec<String> = vec![String::new()];
     for word in text.split_inclusive(char::is_whitespace) {
@@ -140,7 +144,7 @@ pub(super) fn split_description(mut page: Value) -> Value {
     let first = parts.remove(0);
     page["description"] = json!(first);
     page["description_more"] = json!(parts);
-    page
+    (page, true)
 }
 
 /// A page number one format does not reach (its listings were shorter): empty, pointing back.
