@@ -304,10 +304,35 @@ pub(crate) fn render(
             pages.push((
                 format!("src/{}/{}/README.md", seg(g), seg(e)),
                 "entity.md.hbs",
-                json!({"header": page_header, "group": g, "entity": e, "summary": prose(en.summary.as_deref().unwrap_or_default()), "group_link": "../README.md", "ops": entity_ops}),
+                object([
+                    ("header", json!(page_header)),
+                    ("group", json!(g)),
+                    ("entity", json!(e)),
+                    (
+                        "summary",
+                        json!(prose(en.summary.as_deref().unwrap_or_default())),
+                    ),
+                    ("group_link", json!("../README.md")),
+                    ("ops", Value::Array(entity_ops)),
+                ]),
             ));
-            entities.push(json!({"name": e, "summary": prose(en.summary.as_deref().unwrap_or_default()), "count": ops.len(), "link": format!("{}/{}/README.md", seg(g), seg(e)),
-                "ops": ops.iter().map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
+            entities.push(object([
+                ("name", json!(e)),
+                (
+                    "summary",
+                    json!(prose(en.summary.as_deref().unwrap_or_default())),
+                ),
+                ("count", json!(ops.len())),
+                ("link", json!(format!("{}/{}/README.md", seg(g), seg(e)))),
+                (
+                    "ops",
+                    Value::Array(
+                        ops.iter()
+                            .map(|r| json!({"op": r.op, "link": op_path(r)}))
+                            .collect(),
+                    ),
+                ),
+            ]));
             all_ops
                 .extend(ops.iter().map(
                     |r| json!({"op": r.op, "summary": prose(&r.summary), "link": op_path(r)}),
@@ -321,9 +346,32 @@ pub(crate) fn render(
             .iter()
             .map(|e| json!({"name": e["name"], "summary": e["summary"], "count": e["count"], "link": format!("{}/README.md", seg(e["name"].as_str().unwrap_or_default()))}))
             .collect();
-        pages.push((format!("src/{}/README.md", seg(g)), "group.md.hbs", json!({"header": page_header, "group": g, "summary": prose(&node.summary), "entities": group_entities, "ops": group_ops})));
-        index_groups.push(json!({"name": g, "summary": prose(&node.summary), "link": format!("{}/README.md", seg(g)), "entities": entities,
-            "ops": all_ops, "direct": visible(reg, &node.ops).map(|r| json!({"op": r.op, "link": op_path(r)})).collect::<Vec<_>>()}));
+        pages.push((
+            format!("src/{}/README.md", seg(g)),
+            "group.md.hbs",
+            object([
+                ("header", json!(page_header)),
+                ("group", json!(g)),
+                ("summary", json!(prose(&node.summary))),
+                ("entities", Value::Array(group_entities)),
+                ("ops", Value::Array(group_ops)),
+            ]),
+        ));
+        index_groups.push(object([
+            ("name", json!(g)),
+            ("summary", json!(prose(&node.summary))),
+            ("link", json!(format!("{}/README.md", seg(g)))),
+            ("entities", Value::Array(entities)),
+            ("ops", Value::Array(all_ops)),
+            (
+                "direct",
+                Value::Array(
+                    visible(reg, &node.ops)
+                        .map(|r| json!({"op": r.op, "link": op_path(r)}))
+                        .collect(),
+                ),
+            ),
+        ]));
     }
     let mut files = FileMap::new();
     let page = |path: &str, template: &str, mut ctx: Value| -> Result<String, Box<Diagnostic>> {
@@ -398,7 +446,19 @@ pub(crate) fn render(
     if let Some(batch) = &g.batch {
         gateway.push(json!({"name": batch, "call": "{\"items\": [{\"help\": {...}}, {\"exec\": {...}}]}", "what": "several help, search or exec calls in one round trip"}));
     }
-    let book = json!({"header": header, "title": reg.name, "description": reg.description.clone().unwrap_or_default(), "count": count, "group_count": index_groups.len(), "registry_version": reg.registry_version, "groups": index_groups, "gateway": gateway});
+    let book = object([
+        ("header", json!(header)),
+        ("title", json!(reg.name)),
+        (
+            "description",
+            json!(reg.description.clone().unwrap_or_default()),
+        ),
+        ("count", json!(count)),
+        ("group_count", json!(index_groups.len())),
+        ("registry_version", json!(reg.registry_version)),
+        ("groups", Value::Array(index_groups)),
+        ("gateway", Value::Array(gateway)),
+    ]);
     // SUMMARY lists group-level ops under their group, after the entities.
     let summary_groups: Vec<Value> = index_groups_for_summary(&book);
     pages.push(("src/README.md".into(), "index.md.hbs", book.clone()));
@@ -414,6 +474,17 @@ pub(crate) fn render(
         }
     }
     files
+}
+
+/// An object of `fields` in their order, moved in (`json!` copies each value it is given: the
+/// index's listings of every op were copied four times).
+fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
 
 fn index_groups_for_summary(book: &Value) -> Vec<Value> {
