@@ -555,28 +555,42 @@ fn type_many(
         })
         .collect();
     let jobs: Vec<(usize, Option<(String, String)>)> = list.iter().copied().zip(sources).collect();
-    // Each key's shortest and longest stems are formatted first, so the stems between find
-    // their lengths bracketed in the format memo (see [`FormatMemo`]) instead of each being
-    // formatted before a neighbour is.
-    let mut ends: HashMap<ShareKey, (usize, usize)> = HashMap::new();
+    // Each key's stem lengths are formatted by bisection: the shortest and the longest first,
+    // then the length halfway between, and so on, one round after another; then every other
+    // op. A length between two formatted alike is then served by the format memo (see
+    // [`FormatMemo`]) instead of being formatted before its neighbours are.
+    let mut lengths: HashMap<ShareKey, BTreeMap<usize, usize>> = HashMap::new();
     for (k, (key, (i, tokens))) in keys.iter().zip(&jobs).enumerate() {
-        let (Some(key), Some(_)) = (key, tokens) else {
-            continue;
-        };
-        let len = stems[*i].len();
-        let e = ends.entry(*key).or_insert((k, k));
-        if len < stems[jobs[e.0].0].len() {
-            e.0 = k;
-        }
-        if len > stems[jobs[e.1].0].len() {
-            e.1 = k;
+        if let (Some(key), Some(_)) = (key, tokens) {
+            lengths
+                .entry(*key)
+                .or_default()
+                .entry(stems[*i].len())
+                .or_insert(k);
         }
     }
-    let first: std::collections::BTreeSet<usize> =
-        ends.values().flat_map(|&(a, b)| [a, b]).collect();
-    let (early, late): (Vec<usize>, Vec<usize>) = (0..jobs.len()).partition(|k| first.contains(k));
+    let mut round_of: Vec<Option<usize>> = vec![None; jobs.len()];
+    for first in lengths.values() {
+        let first: Vec<usize> = first.values().copied().collect();
+        let last = first.len() - 1;
+        round_of[first[0]] = Some(0);
+        round_of[first[last]] = Some(0);
+        let mut halves = vec![(0, last, 1)];
+        while let Some((lo, hi, round)) = halves.pop() {
+            if hi - lo >= 2 {
+                let mid = (lo + hi) / 2;
+                round_of[first[mid]] = Some(round);
+                halves.extend([(lo, mid, round + 1), (mid, hi, round + 1)]);
+            }
+        }
+    }
+    let rounds = round_of.iter().flatten().max().map_or(0, |r| r + 1);
+    let mut phases: Vec<Vec<usize>> = vec![Vec::new(); rounds + 1];
+    for (k, round) in round_of.iter().enumerate() {
+        phases[round.unwrap_or(rounds)].push(k);
+    }
     let mut out: Vec<Option<Result<OpTypes, String>>> = vec![None; jobs.len()];
-    for phase in [early, late] {
+    for phase in phases {
         let done = crate::compiler::parallel::map_in_order(&phase, |&k| {
             let (i, tokens) = &jobs[k];
             typer.types(*i, tokens.clone())
