@@ -2,6 +2,12 @@
 //! [`type_shared`]), and [`Typer`]: how the emitter types one op (typify, or shared token
 //! text). Ops an earlier build typed never get here (the emitter serves them from the build
 //! memo first).
+//!
+//! Why it is one file: its three ways of sharing (an op's formatted types swapped to another
+//! stem, typify's token text swapped, formatting served by masked token text and stem length)
+//! feed one another and rest on the same invariants (a stem never overlaps its snake_case form;
+//! the masks never occur in token text or formatted Rust), which read best top to bottom beside
+//! the proofs that use them. About 190 of its lines are tests.
 
 use super::{format_op, op_types, typify_op, ImplMemo};
 use serde_json::Value;
