@@ -565,7 +565,13 @@ fn type_many(
     // Each key's stem lengths are formatted by bisection: the shortest and the longest first,
     // then the length halfway between, and so on, one round after another; then every other
     // op. A length between two formatted alike is then served by the format memo (see
-    // [`FormatMemo`]) instead of being formatted before its neighbours are.
+    // [`FormatMemo`]) instead of being formatted before its neighbours are. Within one key,
+    // which lengths an op's result comes from does not depend on thread timing: a round's
+    // length lies strictly inside an interval whose ends earlier rounds formatted, while the
+    // round's other lengths lie outside it, so its nearest formatted neighbours are those ends;
+    // by the last phase every length of the key has been formatted once. (Ops of another key
+    // whose masked token text is the same share the memo's entry and may add neighbours
+    // meanwhile; the result is the same by the memo's own argument.)
     let mut lengths: HashMap<ShareKey, BTreeMap<usize, usize>> = HashMap::new();
     for (k, (key, (i, tokens))) in keys.iter().zip(&jobs).enumerate() {
         if let (Some(key), Some(_)) = (key, tokens) {
