@@ -853,3 +853,53 @@ fn a_batch_embeds_each_text_as_it_would_alone() {
         assert_eq!(&alone, v, "{t}");
     }
 }
+
+/// candle 0.11 asks for its thread count at every matrix product, and with no
+/// `RAYON_NUM_THREADS` that reads and parses /proc/cpuinfo each time; the commands that embed
+/// set the variable first (`semantic::pin_thread_count`). A hybrid `toolreg search` traced by
+/// strace (scripts/test installs it): one read of the CPU list, where the same search with a
+/// value candle does not take (`0`, left as the caller set it) reads it at every product.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_hybrid_search_reads_the_cpu_list_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = common::repo().join("tests/eval/phrasing/definitions");
+    let out = dir.path().join("out");
+    common::built(&defs, &out, "registry,help,search,vectors");
+    let cpu_list_reads = |rayon_threads: Option<&str>| {
+        let trace = dir.path().join("trace.txt");
+        let mut cmd = std::process::Command::new("strace");
+        cmd.args(["-f", "-e", "trace=open,openat", "-o"])
+            .arg(&trace)
+            .arg(env!("CARGO_BIN_EXE_toolreg"))
+            .args([
+                "search",
+                "create a new branch in the repository",
+                "--registry",
+            ])
+            .arg(&out)
+            .args(["--format", "json"])
+            .env("TOOLREG_APPROVALS", common::no_approvals())
+            .env_remove("RAYON_NUM_THREADS");
+        if let Some(v) = rayon_threads {
+            cmd.env("RAYON_NUM_THREADS", v);
+        }
+        let run = cmd
+            .output()
+            .expect("strace runs (scripts/test installs it)");
+        assert!(run.status.success(), "{}", stderr(&run));
+        let answer: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(answer["results"][0]["tool_name"], "create_branch");
+        std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("\"/proc/cpuinfo\""))
+            .count()
+    };
+    let pinned = cpu_list_reads(None);
+    let unpinned = cpu_list_reads(Some("0"));
+    eprintln!("reads of /proc/cpuinfo in one hybrid search: {pinned} pinned, {unpinned} not");
+    assert!(pinned <= 1, "{pinned}");
+    // The trace sees the encoder's reads when nothing pins them (24 with the bundled encoder).
+    assert!(unpinned >= 10, "{unpinned}");
+}

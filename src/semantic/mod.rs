@@ -82,6 +82,31 @@ pub fn op_phrasings(r: &OpRecord) -> Vec<String> {
         .collect()
 }
 
+/// Sets `RAYON_NUM_THREADS`, when it is unset, to the thread count candle would choose, so
+/// that candle stops reading /proc/cpuinfo at every matrix product.
+///
+/// candle 0.11 asks `utils::get_num_threads()` at each matmul on the CPU, and with no
+/// `RAYON_NUM_THREADS` that is `num_cpus::get_physical()`, which opens and parses
+/// /proc/cpuinfo: the kernel formats a block per CPU (reading each one's clock), 80 us on this
+/// 2-core machine and far more on a server with dozens of cores, dozens of times per embedded
+/// text. Set once to the same count, every later call reads the environment instead; the
+/// encoders' threads and results are unchanged. `benches/semantic.rs` (2,000 ops, `--quick`,
+/// three interleaved runs): hybrid search p50 with the query embedded 9.7-13.5 ms -> 7.3-8.1 ms.
+/// A variable the caller set is left as it is.
+///
+/// # Safety
+///
+/// Setting an environment variable races with any other thread that reads or writes the
+/// environment: call it while the process has one thread (toolreg's commands that embed call it
+/// once their arguments are parsed). A program that embeds toolreg can call it first thing in
+/// its `main`, or set the variable itself.
+pub unsafe fn pin_thread_count() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let threads = candle_core::utils::get_num_threads();
+        std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    }
+}
+
 /// Cosine of unit vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
