@@ -355,8 +355,10 @@ impl MatchSignals {
 
 /// What `rank_ids` found for a query.
 struct Ranking {
-    /// Op indices with a positive score, best first.
+    /// Op indices with a positive score, best first: all of them, or the first `keep`.
     ids: Vec<(u32, f64)>,
+    /// How many ops have a positive score (`ids` may hold only the first of them).
+    total: usize,
     /// The query's words and the terms each stands for.
     groups: Groups,
     /// With fusion: the coverage of the op the words alone rank first (lexical search's first
@@ -364,6 +366,9 @@ struct Ranking {
     /// lexical `match` floors read.
     words_coverage: Option<f64>,
 }
+
+/// How many of the best ops a `none` answer takes the groups it names first from.
+const NEAREST_GROUPS_FROM: usize = 10;
 
 /// The default page size and the largest allowed.
 pub const DEFAULT_LIMIT: usize = 5;
@@ -1240,7 +1245,7 @@ impl SearchIndex {
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
     ) -> Option<MatchSignals> {
-        let ranking = self.rank_ids(reg, query, allowed, semantic);
+        let ranking = self.rank_ids(reg, query, allowed, semantic, Some(1));
         match self.signals(reg, &ranking, semantic.map(|(s, _)| s), allowed) {
             Signals::Scored(signals) => Some(signals),
             _ => None,
@@ -1256,7 +1261,7 @@ impl SearchIndex {
         semantic: Option<(&[f32], f64)>,
     ) -> Match {
         let allowed = |r: &OpRecord| allowed(r) && !r.hidden;
-        let ranking = self.rank_ids(reg, query, &allowed, semantic);
+        let ranking = self.rank_ids(reg, query, &allowed, semantic, Some(1));
         self.fit(self.signals(reg, &ranking, semantic.map(|(s, _)| s), &allowed))
     }
 
@@ -1393,12 +1398,15 @@ impl SearchIndex {
     }
 
     /// Op indices with a positive score, best first; an exact op or tool name first of all.
+    /// The ranking of a query's ops; `keep`: how many of the best the caller reads (the rest
+    /// are counted, not ordered), `None` for all.
     fn rank_ids(
         &self,
         reg: &Registry,
         query: &str,
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
+        keep: Option<usize>,
     ) -> Ranking {
         let q = crate::model::text::clip_chars(query.trim(), self.limits.max_query_chars);
         let exact = reg
@@ -1455,9 +1463,23 @@ impl SearchIndex {
             });
         }
         let mut scored: Vec<_> = scored(&scores, &touched, &records, allowed).collect();
-        scored.sort_by(order);
+        let total = scored.len();
+        match keep {
+            // A page of five reads five of the thousands a broad word scores: select them, then
+            // order only those. `order` is total (op names, which are unique, break every tie),
+            // so these are the ops a full sort puts first, in its order.
+            Some(k) if k < total => {
+                if k > 0 {
+                    scored.select_nth_unstable_by(k - 1, order);
+                }
+                scored.truncate(k);
+                scored.sort_by(order);
+            }
+            _ => scored.sort_by(order),
+        }
         Ranking {
             ids: scored.into_iter().map(|(d, s, _)| (d, s)).collect(),
+            total,
             groups,
             words_coverage,
         }
@@ -1482,7 +1504,7 @@ impl SearchIndex {
         allowed: &dyn Fn(&OpRecord) -> bool,
         semantic: Option<(&[f32], f64)>,
     ) -> Vec<(String, f64)> {
-        self.rank_ids(reg, query, allowed, semantic)
+        self.rank_ids(reg, query, allowed, semantic, None)
             .ids
             .into_iter()
             .map(|(d, s)| (self.ops[d as usize].clone(), s))
@@ -1522,15 +1544,18 @@ impl SearchIndex {
                     .as_deref()
                     .is_none_or(|e| r.entity.as_deref() == Some(e))
         };
-        let ranking = self.rank_ids(reg, &req.query, &allowed, semantic);
-        let fit = self.fit(self.signals(reg, &ranking, semantic.map(|(s, _)| s), &allowed));
-        let ranked = ranking.ids;
         let limit = req.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
         let offset: usize = req
             .cursor
             .as_deref()
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
+        // The page, and the first ten for the groups a `none` answer names.
+        let keep = offset.saturating_add(limit).max(NEAREST_GROUPS_FROM);
+        let ranking = self.rank_ids(reg, &req.query, &allowed, semantic, Some(keep));
+        let fit = self.fit(self.signals(reg, &ranking, semantic.map(|(s, _)| s), &allowed));
+        let total = ranking.total;
+        let ranked = ranking.ids;
         let results: Vec<Hit> = ranked
             .iter()
             .enumerate()
@@ -1550,7 +1575,8 @@ impl SearchIndex {
                 }
             })
             .collect();
-        let next_cursor = (offset + limit < ranked.len()).then(|| (offset + limit).to_string());
+        let next_cursor =
+            (offset.saturating_add(limit) < total).then(|| (offset + limit).to_string());
         if results.is_empty() {
             // Never an empty answer: the nearest ops by spelling, marked as such, and the
             // directory. Only a page past the end (a stale cursor) or a filter that leaves no
@@ -1583,7 +1609,7 @@ impl SearchIndex {
             // Results stay (never an empty answer), but the answer says first that none of them
             // does what was asked, and which groups the catalog has, nearest first.
             let mut near: Vec<&str> = Vec::new();
-            for (d, _) in ranked.iter().take(10) {
+            for (d, _) in ranked.iter().take(NEAREST_GROUPS_FROM) {
                 let g = reg.ops[&self.ops[*d as usize]].group.as_str();
                 if !near.contains(&g) {
                     near.push(g);
@@ -1851,6 +1877,52 @@ mod tests {
         assert!(close(fusion_weight(0.0, 0.0), 0.0));
         assert!(close(fusion_weight(0.9, 0.0), 0.9));
         assert!(close(fusion_weight(1.0, 0.5), 1.0));
+    }
+
+    /// A page is selected from the ranking, not cut from a full sort of it (`rank_ids`'s `keep`):
+    /// walked by its cursor, every page size gives the full ranking, in its order, and the last
+    /// page has no cursor. Broad words tie many ops (op names break the ties).
+    #[test]
+    fn pages_walk_the_full_ranking() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/registry.json");
+        let reg = Registry::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let index = SearchIndex::new(&reg);
+        let visible = |r: &OpRecord| !r.hidden;
+        for query in [
+            "list",
+            "onto",
+            "task",
+            "create a task in the project",
+            "show me every finished to-do",
+            "set the thermostat to 68 degrees",
+        ] {
+            let full: Vec<String> = index
+                .rank(&reg, query, &visible)
+                .into_iter()
+                .map(|(op, _)| op)
+                .collect();
+            assert!(full.len() > 7, "{query}: {}", full.len());
+            for limit in [1, 2, 5, 7, 50] {
+                let mut req = SearchRequest::query(query);
+                req.limit = Some(limit);
+                let mut walked = Vec::new();
+                loop {
+                    let res = index.search(&reg, &req, &|_| true);
+                    assert!(res.results.len() <= limit);
+                    walked.extend(res.results.into_iter().map(|h| h.op));
+                    match res.next_cursor {
+                        Some(c) => req.cursor = Some(c),
+                        None => break,
+                    }
+                }
+                assert_eq!(walked, full, "{query}, pages of {limit}");
+            }
+        }
+        // A cursor past any ranking is a page past the end, not an overflow.
+        let mut req = SearchRequest::query("list");
+        req.cursor = Some(usize::MAX.to_string());
+        let res = index.search(&reg, &req, &|_| true);
+        assert!(res.next_cursor.is_none());
     }
 
     /// Everyday phrases of one query: two distinct ones that mean one word add their weights (up
