@@ -87,12 +87,11 @@ pub fn op_phrasings(r: &OpRecord) -> Vec<String> {
 ///
 /// candle 0.11 asks `utils::get_num_threads()` at each matmul on the CPU, and with no
 /// `RAYON_NUM_THREADS` that is `num_cpus::get_physical()`, which opens and parses
-/// /proc/cpuinfo: the kernel formats a block per CPU (reading each one's clock), 80 us on this
-/// 2-core machine and far more on a server with dozens of cores, dozens of times per embedded
-/// text. Set once to the same count, every later call reads the environment instead; the
-/// encoders' threads and results are unchanged. `benches/semantic.rs` (2,000 ops, `--quick`,
-/// three interleaved runs): hybrid search p50 with the query embedded 9.7-13.5 ms -> 7.3-8.1 ms.
-/// A variable the caller set is left as it is.
+/// /proc/cpuinfo: the kernel formats a block per CPU, 80 us a read on this 2-core machine, 24
+/// reads in one hybrid search with the bundled encoder. Set once to the same count, every later
+/// call reads the environment instead; the encoders' threads and results are unchanged.
+/// `benches/semantic.rs --quick` (three interleaved runs): hybrid search p50 with the query
+/// embedded 9.7-13.5 ms -> 7.3-8.1 ms. A variable the caller set is left as it is.
 ///
 /// # Safety
 ///

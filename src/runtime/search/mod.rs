@@ -1398,8 +1398,8 @@ impl SearchIndex {
     }
 
     /// Op indices with a positive score, best first; an exact op or tool name first of all.
-    /// The ranking of a query's ops; `keep`: how many of the best the caller reads (the rest
-    /// are counted, not ordered), `None` for all.
+    /// `keep`: how many of the best the caller reads (the rest are counted, not ordered), `None`
+    /// for all.
     fn rank_ids(
         &self,
         reg: &Registry,
