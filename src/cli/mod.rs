@@ -87,32 +87,27 @@ pub fn run(batch: impl FnOnce(bool)) -> ExitCode {
         return code;
     }
     let cli = Cli::parse();
-    // The commands that may embed texts (a query, or ops with `vectors`) pin the encoder's thread
-    // count first (see its comment); the others skip its one read of /proc/cpuinfo.
-    #[cfg(feature = "semantic")]
-    {
-        #[cfg(feature = "mcp")]
-        let serves = matches!(cli.command, Command::Serve(_));
-        #[cfg(not(feature = "mcp"))]
-        let serves = false;
-        let embeds = serves
-            || matches!(
-                cli.command,
-                Command::Build { .. }
-                    | Command::Check { .. }
-                    | Command::Search { .. }
-                    | Command::Eval { .. }
-                    | Command::Learn { .. }
-            );
-        if embeds {
-            // SAFETY: no thread has started yet: only arguments were parsed.
-            unsafe { toolreg::semantic::pin_thread_count() };
-        }
-    }
     #[cfg(feature = "mcp")]
     let long_running = matches!(cli.command, Command::Serve(_));
     #[cfg(not(feature = "mcp"))]
     let long_running = false;
+    // The commands that may embed texts (a query, or ops with `vectors`; `serve` is the one that
+    // runs long) pin the encoder's thread count first (see its comment); the others skip its one
+    // read of /proc/cpuinfo.
+    #[cfg(feature = "semantic")]
+    if long_running
+        || matches!(
+            cli.command,
+            Command::Build { .. }
+                | Command::Check { .. }
+                | Command::Search { .. }
+                | Command::Eval { .. }
+                | Command::Learn { .. }
+        )
+    {
+        // SAFETY: no thread has started yet: only arguments were parsed.
+        unsafe { toolreg::semantic::pin_thread_count() };
+    }
     if !long_running {
         // `build` opts in itself, once it knows it compiles (not when nothing changed).
         let compiles = matches!(
