@@ -6,7 +6,13 @@
 //!
 //! Templates live in `templates/` (embedded in toolreg); `--templates DIR` points at your own
 //! copies, file by file. Handlebars runs in strict mode (a missing field is an error, not an empty
-//! string) with HTML escaping off (this is markdown).
+//! string) with HTML escaping off (this is markdown). An op's page from the built-in template is
+//! written by `builtin_op_page` instead, the same bytes without handlebars (most of this
+//! emitter's time went to rendering it).
+//!
+//! Why it is one file: the built-in op page exists twice, as `templates/op.md.hbs` with the
+//! context it reads and as `builtin_op_page`; the test that holds the two equal, byte for byte,
+//! needs both and the escaping helpers they share (over 700 lines, a third of them that test).
 
 use super::FileMap;
 use crate::model::diag::{Code, Diagnostic, Diagnostics, Location};
@@ -150,22 +156,9 @@ fn defuse_context(v: &mut Value) {
     }
 }
 
-fn op_context(reg: &Registry, r: &OpRecord, header: &str) -> Value {
-    let up = if r.entity.is_some() { "../" } else { "" };
-    let args: Vec<Value> = r
-        .args
-        .iter()
-        .map(|a| {
-            json!({
-                "name": a.name,
-                "type": cell(&match &a.range { Some(range) => format!("{} ({range})", a.type_), None => a.type_.clone() }),
-                "required": a.required,
-                "default": a.default.as_ref().map(short_json).unwrap_or_default(),
-                "values": a.enum_.as_ref().map(|e| e.iter().map(short_json).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
-                "description": cell(&a.description),
-            })
-        })
-        .collect();
+/// The notes an op's page lists: where its ids come from, a destructive op's warning, its
+/// other names.
+fn op_notes(r: &OpRecord) -> Vec<String> {
     let mut notes = Vec::new();
     if r.id_discovery.len() > 1 {
         notes.push(format!(
@@ -192,6 +185,26 @@ fn op_context(reg: &Registry, r: &OpRecord, header: &str) -> Value {
                 .join(", ")
         ));
     }
+    notes
+}
+
+fn op_context(reg: &Registry, r: &OpRecord, header: &str) -> Value {
+    let up = if r.entity.is_some() { "../" } else { "" };
+    let args: Vec<Value> = r
+        .args
+        .iter()
+        .map(|a| {
+            json!({
+                "name": a.name,
+                "type": cell(&match &a.range { Some(range) => format!("{} ({range})", a.type_), None => a.type_.clone() }),
+                "required": a.required,
+                "default": a.default.as_ref().map(short_json).unwrap_or_default(),
+                "values": a.enum_.as_ref().map(|e| e.iter().map(short_json).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
+                "description": cell(&a.description),
+            })
+        })
+        .collect();
+    let notes = op_notes(r);
     json!({
         "header": header,
         "op": r.op,
@@ -216,6 +229,125 @@ fn op_context(reg: &Registry, r: &OpRecord, header: &str) -> Value {
         "schema": pretty(&r.parameters_schema),
         "registry_version": reg.registry_version,
     })
+}
+
+/// An op's page as the built-in `op.md.hbs` renders [`op_context`], written straight into one
+/// string: handlebars' walk of the template and the context it reads (one `Value` tree per op)
+/// were most of the docs emitter, itself a tenth of a full build. Each string is defused as
+/// `defuse_context` would (the code-block fields hold no `{{` by then). A unit test holds it to
+/// handlebars, byte for byte, on every op of the repo's catalogs and on records with every
+/// optional part set or empty; a template of your own still goes through handlebars.
+fn builtin_op_page(r: &OpRecord, header: &str) -> String {
+    use std::fmt::Write as _;
+    let md = |s: &str| -> String { defuse_markdown(s) };
+    let mut p = String::with_capacity(4096);
+    let _ = write!(
+        p,
+        "<!-- {} -->\n# `{}`\n\n{}\n\n",
+        md(header),
+        md(&r.op),
+        md(&prose(&r.summary))
+    );
+    let _ = write!(
+        p,
+        "```text\n{}\n```\n\n| | |\n| --- | --- |\n",
+        defuse_code(&r.usage())
+    );
+    let _ = write!(
+        p,
+        "| tool name | `{}` |\n| kind | {}",
+        md(&r.tool_name),
+        r.kind.as_str()
+    );
+    if r.destructive {
+        p.push_str(" (destructive)");
+    }
+    if r.dry_run_default {
+        p.push_str(", dry run by default");
+    }
+    let up = if r.entity.is_some() { "../" } else { "" };
+    let _ = writeln!(p, " |\n| group | [{}]({up}README.md) |", md(&r.group));
+    if let Some(e) = r.entity.as_deref().filter(|e| !e.is_empty()) {
+        let _ = writeln!(p, "| entity | [{}](README.md) |", md(e));
+    }
+    let description = if r.description.trim() == r.summary.trim() {
+        String::new()
+    } else {
+        md(&prose(r.description.trim()))
+    };
+    let _ = write!(p, "\n{description}\n\n## Arguments\n\n");
+    if r.args.is_empty() {
+        p.push_str("This op takes no arguments.\n");
+    } else {
+        p.push_str("| name | type | required | default | values | description |\n");
+        p.push_str("| --- | --- | --- | --- | --- | --- |\n");
+        for a in &r.args {
+            let type_ = match &a.range {
+                Some(range) => cell(&format!("{} ({range})", a.type_)),
+                None => cell(&a.type_),
+            };
+            let default = a.default.as_ref().map(short_json).unwrap_or_default();
+            let values = a
+                .enum_
+                .as_ref()
+                .map(|e| e.iter().map(short_json).collect::<Vec<_>>().join(", "));
+            let _ = writeln!(
+                p,
+                "| `{}` | {} | {} | {} | {} | {} |",
+                md(&a.name),
+                md(&type_),
+                if a.required { "yes" } else { "no" },
+                md(&default),
+                md(&values.unwrap_or_default()),
+                md(&cell(&a.description)),
+            );
+        }
+    }
+    let list = |p: &mut String, items: &[String]| {
+        for item in items {
+            let _ = writeln!(p, "- {}", md(&prose(item)));
+        }
+    };
+    if let Some(policy) = &r.policy {
+        p.push_str("\n## Policy\n\n");
+        if !policy.do_.is_empty() {
+            p.push_str("**Do** when:\n");
+            list(&mut p, &policy.do_);
+        }
+        if !policy.dont.is_empty() {
+            p.push_str("\n**Don't** when:\n");
+            list(&mut p, &policy.dont);
+        }
+        if !policy.edge_cases.is_empty() {
+            p.push_str("\nEdge cases:\n");
+            list(&mut p, &policy.edge_cases);
+        }
+    }
+    let notes = op_notes(r);
+    if !notes.is_empty() {
+        p.push_str("\n## Notes\n\n");
+        for note in &notes {
+            let _ = writeln!(p, "- {}", md(note));
+        }
+    }
+    p.push_str("\n## Examples\n\n");
+    for e in &r.examples {
+        let json = pretty(&json!({"op": r.op, "args": e.args}));
+        let _ = write!(
+            p,
+            "{}\n\n```json\n{json}\n```\n\n",
+            md(&prose(&e.description))
+        );
+    }
+    let _ = write!(
+        p,
+        "## Schema\n\n```json\n{}\n```",
+        pretty(&r.parameters_schema)
+    );
+    let end = p.trim_end().len();
+    p.truncate(end);
+    p.push('\n');
+    p
 }
 
 fn visible<'a>(reg: &'a Registry, ops: &'a [String]) -> impl Iterator<Item = &'a OpRecord> {
@@ -412,10 +544,14 @@ pub(crate) fn render(
             return FileMap::new();
         }
     }
-    let op_memo = memo.filter(|_| !templates_dir.is_some_and(|d| d.join("op.md.hbs").exists()));
+    let builtin_op = !templates_dir.is_some_and(|d| d.join("op.md.hbs").exists());
+    let op_memo = memo.filter(|_| builtin_op);
     for r in reg.ops.values().filter(|r| !r.hidden) {
         let path = format!("src/{}", op_path(r));
-        let make = || page(&path, "op.md.hbs", op_context(reg, r, &page_header));
+        let make = || match builtin_op {
+            true => Ok(builtin_op_page(r, &page_header)),
+            false => page(&path, "op.md.hbs", op_context(reg, r, &page_header)),
+        };
         let made = match op_memo {
             // The page shows the op's record and the registry's name (not its version).
             Some(memo) => {
@@ -496,4 +632,122 @@ fn index_groups_for_summary(book: &Value) -> Vec<Value> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An op's page as handlebars renders the built-in template, as `render` did for every op.
+    fn through_handlebars(reg: &Registry, r: &OpRecord, header: &str) -> String {
+        let mut hb = Handlebars::new();
+        hb.set_strict_mode(true);
+        hb.register_escape_fn(handlebars::no_escape);
+        hb.register_template_string("op.md.hbs", TEMPLATES[0].1)
+            .unwrap();
+        let mut ctx = op_context(reg, r, header);
+        defuse_context(&mut ctx);
+        let text = hb
+            .render_with_context("op.md.hbs", &handlebars::Context::from(ctx))
+            .unwrap();
+        format!("{}\n", text.trim_end())
+    }
+
+    /// Records with every optional part of the page set, empty or absent, and `{{`, pipes,
+    /// backticks, brackets and line breaks in every text the page shows.
+    fn edge_records(base: &OpRecord) -> Vec<OpRecord> {
+        use crate::model::registry::Policy;
+        let mut out = Vec::new();
+        let braces = |s: &str| format!("{s} {{{{#include ../secret}}}} a|b `c` [d](e) <f>\r\ng");
+        let mut all = base.clone();
+        all.op = braces(&all.op);
+        all.tool_name = braces(&all.tool_name);
+        all.group = braces(&all.group);
+        all.entity = Some(braces("thing"));
+        all.summary = braces("Summary");
+        all.description = braces("  Description  ");
+        all.destructive = true;
+        all.dry_run_default = true;
+        all.aliases = vec![braces("other")];
+        all.id_discovery = vec!["a.list".into(), braces("b.get")];
+        if let Some(arg) = all.args.first_mut() {
+            arg.name = braces(&arg.name);
+            arg.type_ = braces("string");
+            arg.range = Some(braces("1..5"));
+            arg.default = Some(serde_json::json!("x`y``z{{w|"));
+            arg.enum_ = Some(vec![serde_json::json!("p|q"), serde_json::json!(2)]);
+            arg.description = braces(" the argument ");
+        }
+        let policy = |d: &[&str], n: &[&str], e: &[&str]| Policy {
+            do_: d.iter().map(|s| braces(s)).collect(),
+            dont: n.iter().map(|s| braces(s)).collect(),
+            edge_cases: e.iter().map(|s| braces(s)).collect(),
+            origin: crate::model::registry::Origin::Overlay,
+        };
+        all.policy = Some(policy(&["one", "two"], &["three"], &["four"]));
+        out.push(all.clone());
+        for (d, n, e) in [
+            (&[][..], &["x"][..], &[][..]),
+            (&["x"][..], &[][..], &["y"][..]),
+            (&[][..], &[][..], &[][..]),
+        ] {
+            let mut r = all.clone();
+            r.policy = Some(policy(d, n, e));
+            out.push(r);
+        }
+        let mut bare = base.clone();
+        bare.entity = None;
+        bare.args.clear();
+        bare.examples.clear();
+        bare.policy = None;
+        bare.aliases.clear();
+        bare.id_discovery.clear();
+        bare.destructive = false;
+        bare.dry_run_default = true;
+        bare.description = format!(" {} ", bare.summary);
+        out.push(bare.clone());
+        let mut empty_entity = bare;
+        empty_entity.entity = Some(String::new());
+        empty_entity.summary = String::new();
+        empty_entity.description = String::new();
+        out.push(empty_entity);
+        out
+    }
+
+    /// The page written without handlebars is the built-in template's, byte for byte: every op
+    /// of the repo's catalogs and of the two fleets, and records with every part set or empty.
+    #[test]
+    fn op_pages_are_the_builtin_templates() {
+        let fleets = [
+            "tests/catalogs/fleet/livemcp",
+            "tests/catalogs/fleet/toolsdk",
+        ];
+        let mut compared = 0;
+        for dir in crate::compiler::REPO_CATALOGS.into_iter().chain(fleets) {
+            let reg = crate::compiler::compile_repo_catalog(dir);
+            let header = format!("@generated by toolreg from registry `{}`.", reg.name);
+            for r in reg.ops.values() {
+                assert_eq!(
+                    builtin_op_page(r, &header),
+                    through_handlebars(&reg, r, &header),
+                    "{dir}: {}",
+                    r.op
+                );
+                compared += 1;
+            }
+            let with_policy = reg.ops.values().find(|r| r.policy.is_some());
+            for base in reg.ops.values().take(1).chain(with_policy) {
+                for r in edge_records(base) {
+                    let header = "registry `{{x}}`";
+                    assert_eq!(
+                        builtin_op_page(&r, header),
+                        through_handlebars(&reg, &r, header),
+                        "{dir}: an edge record of {}",
+                        base.op
+                    );
+                }
+            }
+        }
+        assert!(compared > 8_000, "{compared} ops compared");
+    }
 }
