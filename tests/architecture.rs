@@ -423,3 +423,42 @@ fn a_long_source_file_says_why_it_is_one_file() {
         "over {LONG_FILE_LINES} lines with no `//! Why it is one file: ` in the header: {unexplained:?}"
     );
 }
+
+/// `unify-deps` (Cargo.toml) only sets dependency features for CI's feature-combination checks:
+/// no code may be compiled by it (`cfg(feature = "unify-deps")` would be checked there alone) or
+/// name one of its crates, all renamed `unify-*` (the check of every target, which does not
+/// enable the feature, would refuse that code too).
+#[test]
+fn the_unify_deps_feature_reaches_no_code() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let feature = manifest
+        .lines()
+        .find(|l| l.starts_with("unify-deps = ["))
+        .expect("Cargo.toml declares unify-deps");
+    for dep in feature.split('"').filter(|s| s.starts_with("dep:")) {
+        assert!(
+            dep.starts_with("dep:unify-"),
+            "{dep} is not renamed unify-*"
+        );
+    }
+    let mut found = Vec::new();
+    for dir in ["src", "tests", "benches", "examples"] {
+        for entry in walkdir::WalkDir::new(root.join(dir)).sort_by_file_name() {
+            let entry = entry.unwrap();
+            if entry.path().extension().is_none_or(|e| e != "rs")
+                || entry.path().ends_with("tests/architecture.rs")
+            {
+                continue;
+            }
+            let text = without_comments(&std::fs::read_to_string(entry.path()).unwrap());
+            if text.contains("unify_") || text.contains("unify-deps") {
+                found.push(entry.path().display().to_string());
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "code names unify-deps or its crates: {found:?}"
+    );
+}
