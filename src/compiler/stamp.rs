@@ -13,6 +13,7 @@ pub fn registry_version(reg: &Registry) -> String {
         registry: reg,
         form: RegistryForm::Hashed,
         spans: None,
+        without_ops: false,
     };
     crate::model::canonical::hash_json(&mut hasher, &canonical);
     crate::model::canonical::short_digest(hasher.finalize())

@@ -5,25 +5,30 @@
 
 use crate::model::registry::Registry;
 
-/// Each op's record as a digest: a blake3 of the whole record as serialized (every field, so
-/// anything in it that shapes a page changes the digest).
+/// Each op's record as a digest: a blake3 of the op's text in `registry.json`
+/// ([`op_artifact_text`]: every field, so anything in the record that shapes a page changes the
+/// digest).
+///
+/// [`op_artifact_text`]: crate::model::canonical::op_artifact_text
 pub(crate) struct OpDigests(std::collections::HashMap<String, [u8; 32]>);
 
 impl OpDigests {
-    pub(super) fn of(reg: &Registry) -> OpDigests {
-        let digest = |r: &crate::model::registry::OpRecord| {
-            let mut h = blake3::Hasher::new();
-            crate::model::canonical::hash_json(&mut h, r);
-            *h.finalize().as_bytes()
-        };
+    /// The digests, and the texts they were taken of (in the registry's op order), which
+    /// `registry.json` is then put together from instead of serializing each record again.
+    pub(super) fn with_texts(reg: &Registry) -> (OpDigests, Vec<String>) {
         let ops: Vec<&crate::model::registry::OpRecord> = reg.ops.values().collect();
-        let digests = crate::compiler::parallel::map_in_order(&ops, |r| digest(r));
-        OpDigests(
-            ops.iter()
-                .zip(digests)
-                .map(|(r, d)| (r.op.clone(), d))
-                .collect(),
-        )
+        let made = crate::compiler::parallel::map_in_order(&ops, |r| {
+            let text = crate::model::canonical::op_artifact_text(r);
+            let digest = *blake3::hash(text.as_bytes()).as_bytes();
+            (digest, text)
+        });
+        let mut digests = std::collections::HashMap::with_capacity(ops.len());
+        let mut texts = Vec::with_capacity(ops.len());
+        for (r, (digest, text)) in ops.iter().zip(made) {
+            digests.insert(r.op.clone(), digest);
+            texts.push(text);
+        }
+        (OpDigests(digests), texts)
     }
 }
 

@@ -19,6 +19,7 @@ pub(crate) fn emit_spanned(reg: &Registry) -> (FileMap, RegistrySpans) {
         registry: reg,
         form: RegistryForm::Artifact,
         spans: Some(&spans),
+        without_ops: false,
     };
     // Sized for the whole text up front (3-4 KB an op is typical): a buffer that doubles as
     // it grows copies the text and touches twice the pages, a tenth of a registry-only build.
@@ -28,6 +29,58 @@ pub(crate) fn emit_spanned(reg: &Registry) -> (FileMap, RegistrySpans) {
     bytes.push(b'\n');
     let text = String::from_utf8(bytes).expect("serde_json writes UTF-8");
     let ops = reg.ops.keys().cloned().zip(spans.into_spans()).collect();
+    let spans = RegistrySpans {
+        ops,
+        bytes: text.len() as u64,
+    };
+    (FileMap::from([(FILE.to_string(), text)]), spans)
+}
+
+/// [`emit_spanned`] from each op's text already made ([`op_artifact_text`], in the registry's
+/// op order): the header is written with `ops` empty and the texts are put in its place, as
+/// serde_json's pretty writer would have put them. The build makes the texts once for two uses:
+/// each op's digest ([`super::page_memo::OpDigests`]) and this file, instead of serializing every
+/// record twice.
+///
+/// [`op_artifact_text`]: crate::model::canonical::op_artifact_text
+pub(crate) fn emit_from_texts(reg: &Registry, texts: Vec<String>) -> (FileMap, RegistrySpans) {
+    assert_eq!(texts.len(), reg.ops.len(), "one text per op");
+    let canonical = CanonicalRegistry {
+        registry: reg,
+        form: RegistryForm::Artifact,
+        spans: None,
+        without_ops: true,
+    };
+    let mut header =
+        serde_json::to_string_pretty(&canonical).expect("the registry always serializes");
+    header.push('\n');
+    // The `ops` key one object deep (two spaces): a key deeper down is indented further, and a
+    // string holding these characters has its quotes escaped.
+    const EMPTY_OPS: &str = "\n  \"ops\": {}";
+    let at = header
+        .find(EMPTY_OPS)
+        .expect("the header holds an empty `ops`")
+        + EMPTY_OPS.len()
+        - 1;
+    let names: usize = reg.ops.keys().map(|k| k.len() + 16).sum();
+    let mut text =
+        String::with_capacity(header.len() + names + texts.iter().map(String::len).sum::<usize>());
+    text.push_str(&header[..at]);
+    let mut ops = std::collections::BTreeMap::new();
+    if reg.ops.is_empty() {
+        text.push('}');
+    }
+    for (k, (op, value)) in reg.ops.keys().zip(texts).enumerate() {
+        text.push_str(if k == 0 { "\n    " } else { ",\n    " });
+        text.push_str(&serde_json::to_string(op).expect("a string serializes"));
+        text.push_str(": ");
+        ops.insert(op.clone(), [text.len() as u64, value.len() as u64]);
+        text.push_str(&value);
+    }
+    if !reg.ops.is_empty() {
+        text.push_str("\n  }");
+    }
+    text.push_str(&header[at + 1..]);
     let spans = RegistrySpans {
         ops,
         bytes: text.len() as u64,
@@ -47,6 +100,31 @@ mod tests {
         let parsed: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(parsed, serde_json::to_value(&reg).unwrap());
         assert_eq!(Registry::from_slice(text.as_bytes()).unwrap(), reg);
+    }
+
+    /// Put together from each op's text, the file and its spans are those written in one go,
+    /// byte for byte, on every repo catalog and on a registry of no op.
+    #[test]
+    fn the_file_from_op_texts_is_the_file_written_whole() {
+        let fleets = [
+            "tests/catalogs/fleet/livemcp",
+            "tests/catalogs/fleet/toolsdk",
+        ];
+        for dir in crate::compiler::REPO_CATALOGS.into_iter().chain(fleets) {
+            let mut reg = crate::compiler::compile_repo_catalog(dir);
+            for _ in 0..2 {
+                let texts = reg
+                    .ops
+                    .values()
+                    .map(crate::model::canonical::op_artifact_text)
+                    .collect();
+                let (whole, whole_spans) = emit_spanned(&reg);
+                let (put_together, spans) = emit_from_texts(&reg, texts);
+                assert_eq!(put_together[FILE], whole[FILE], "{dir}");
+                assert_eq!(spans, whole_spans, "{dir}");
+                reg.ops.clear();
+            }
+        }
     }
 
     /// The spans recorded while writing are those read back off the text, op for op, on every

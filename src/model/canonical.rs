@@ -167,7 +167,116 @@ pub struct CanonicalRegistry<'a> {
     /// Where to record each op's place in the text, when it is written through an
     /// [`OpSpans::writer`].
     pub spans: Option<&'a OpSpans>,
+    /// `ops` written as an empty object, for a text whose ops are put in afterwards (see
+    /// [`op_artifact_text`]).
+    pub without_ops: bool,
 }
+
+/// One op's value as `registry.json` holds it (the artifact form, pretty), indented for its
+/// place there, two objects deep: what [`CanonicalRegistry`] writes between the op's key and the
+/// comma after it (a unit test compares the two on every repo catalog).
+pub fn op_artifact_text(record: &crate::model::registry::OpRecord) -> String {
+    let mut bytes = Vec::with_capacity(4096);
+    let op = CanonicalOp {
+        op: record,
+        keep: ARTIFACT_KEEPS_ORDER,
+        hashed: false,
+    };
+    let mut writer = serde_json::Serializer::with_formatter(&mut bytes, PrettyAt::depth(2));
+    serde::Serialize::serialize(&op, &mut writer).expect("an op always serializes");
+    String::from_utf8(bytes).expect("serde_json writes UTF-8")
+}
+
+/// serde_json's `PrettyFormatter` (two spaces a level) for a value that starts `depth` levels
+/// down: its own indentation is private, and re-indenting its output afterwards cost a pass
+/// over every op's text.
+struct PrettyAt {
+    depth: usize,
+    has_value: bool,
+}
+
+impl PrettyAt {
+    fn depth(depth: usize) -> PrettyAt {
+        PrettyAt {
+            depth,
+            has_value: false,
+        }
+    }
+
+    fn open<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(bracket)
+    }
+
+    fn close<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+    ) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            self.line(w, false)?;
+        }
+        w.write_all(bracket)
+    }
+
+    /// A line break (after a comma when `comma`) and the indentation of the current depth.
+    fn line<W: ?Sized + std::io::Write>(&mut self, w: &mut W, comma: bool) -> std::io::Result<()> {
+        w.write_all(if comma { b",\n" } else { b"\n" })?;
+        for _ in 0..self.depth {
+            w.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+}
+
+impl serde_json::ser::Formatter for PrettyAt {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open(w, b"[")
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.close(w, b"]")
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.line(w, !first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open(w, b"{")
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.close(w, b"}")
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.line(w, !first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+/// The keys whose values keep their declared order in the artifact form.
+const ARTIFACT_KEEPS_ORDER: &[&str] = &["parameters_schema", "output_schema"];
 
 /// Where each op's value lies (start, length) in a registry text as it is written, in the
 /// registry's op order: taken from the bytes the writer has passed on when the op's value
@@ -224,11 +333,7 @@ impl serde::Serialize for CanonicalRegistry<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeMap};
         let hashed = matches!(self.form, RegistryForm::Hashed);
-        let keep: &[&str] = if hashed {
-            &[]
-        } else {
-            &["parameters_schema", "output_schema"]
-        };
+        let keep: &[&str] = if hashed { &[] } else { ARTIFACT_KEEPS_ORDER };
         // Every top-level field but `ops`, as small values.
         let mut top = serde_json::to_value(HeaderOf(self.registry)).map_err(S::Error::custom)?;
         let top = top.as_object_mut().expect("the header is an object");
@@ -239,7 +344,9 @@ impl serde::Serialize for CanonicalRegistry<'_> {
         keys.sort();
         let mut map = s.serialize_map(Some(keys.len()))?;
         for k in &keys {
-            if k == "ops" {
+            if k == "ops" && self.without_ops {
+                map.serialize_entry("ops", &serde_json::Map::new())?;
+            } else if k == "ops" {
                 map.serialize_entry(
                     "ops",
                     &Ops {
