@@ -163,6 +163,20 @@ impl Emitter {
         Emitter::known().find(|e| e.name() == name)
     }
 
+    /// Whether the emitter looks ops up in the memo by their digests ([`PageMemo`]), itself or
+    /// through the help pages.
+    fn reads_op_digests(self) -> bool {
+        match self {
+            Emitter::Rust | Emitter::Ts | Emitter::Docs | Emitter::Help | Emitter::Report => true,
+            #[cfg(feature = "runtime")]
+            Emitter::Search => true,
+            Emitter::Codemode => true,
+            Emitter::Registry | Emitter::Surfaces | Emitter::Zod | Emitter::Python => false,
+            #[cfg(feature = "semantic")]
+            Emitter::Vectors => false,
+        }
+    }
+
     /// Costliest first (measured on 10,000 tools), so the slow ones start at once.
     fn cost_rank(self) -> u8 {
         match self {
@@ -281,7 +295,10 @@ impl Shared<'_> {
             help: std::sync::Mutex::new(HelpPages::Unbuilt { readers }),
             op_digests: std::sync::OnceLock::new(),
             op_texts: std::sync::Mutex::new(None),
-            keep_op_texts: emitters.contains(&Emitter::Registry),
+            // Only when another emitter reads the memo's digests: a registry alone is written
+            // in one go (making the texts apart costs it time and memory).
+            keep_op_texts: emitters.contains(&Emitter::Registry)
+                && emitters.iter().any(|e| e.reads_op_digests()),
         }
     }
 
@@ -334,6 +351,9 @@ impl Shared<'_> {
     /// Each op's text in `registry.json`, when the build keeps a memo (whose digests are taken
     /// of them); `None` otherwise, or once taken.
     fn take_op_texts(&self, reg: &Registry) -> Option<Vec<String>> {
+        if !self.keep_op_texts {
+            return None;
+        }
         self.page_memo(reg)?;
         self.op_texts.lock().expect("op texts lock").take()
     }
