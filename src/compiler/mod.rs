@@ -90,6 +90,19 @@ pub(crate) const REPO_CATALOGS: [&str; 5] = [
     "tests/catalogs/reference-servers",
 ];
 
+/// The two vendored fleets (70 and 491 MCP servers), for the unit tests that can afford them.
+#[cfg(test)]
+pub(crate) const FLEET_CATALOGS: [&str; 2] = [
+    "tests/catalogs/fleet/livemcp",
+    "tests/catalogs/fleet/toolsdk",
+];
+
+/// [`REPO_CATALOGS`] and then [`FLEET_CATALOGS`].
+#[cfg(test)]
+pub(crate) fn repo_and_fleet_catalogs() -> impl Iterator<Item = &'static str> {
+    REPO_CATALOGS.into_iter().chain(FLEET_CATALOGS)
+}
+
 /// A folder of this repo (`definitions`, `tests/catalogs/github`, ...), compiled: what the
 /// emitters' unit tests check their output on.
 #[cfg(test)]

@@ -106,11 +106,7 @@ mod tests {
     /// byte for byte, on every repo catalog and on a registry of no op.
     #[test]
     fn the_file_from_op_texts_is_the_file_written_whole() {
-        let fleets = [
-            "tests/catalogs/fleet/livemcp",
-            "tests/catalogs/fleet/toolsdk",
-        ];
-        for dir in crate::compiler::REPO_CATALOGS.into_iter().chain(fleets) {
+        for dir in crate::compiler::repo_and_fleet_catalogs() {
             let mut reg = crate::compiler::compile_repo_catalog(dir);
             for _ in 0..2 {
                 let texts = reg
@@ -131,11 +127,7 @@ mod tests {
     /// repo catalog (the example's and the fleets').
     #[test]
     fn recorded_spans_are_where_each_op_lies() {
-        let fleets = [
-            "tests/catalogs/fleet/livemcp",
-            "tests/catalogs/fleet/toolsdk",
-        ];
-        for dir in crate::compiler::REPO_CATALOGS.into_iter().chain(fleets) {
+        for dir in crate::compiler::repo_and_fleet_catalogs() {
             let reg = crate::compiler::compile_repo_catalog(dir);
             let (files, spans) = emit_spanned(&reg);
             let text = &files[FILE];
