@@ -187,6 +187,79 @@ pub fn op_artifact_text(record: &crate::model::registry::OpRecord) -> String {
     String::from_utf8(bytes).expect("serde_json writes UTF-8")
 }
 
+/// The hashed form of the registry (compact JSON, what the version hashes) without its ops'
+/// entries: the text up to the `{` that opens `ops`, and the text from the `}` that closes it.
+/// Between them go the entries of [`write_hashed_op_entry`], in the registry's op order, so
+/// the ops can be written apart (on every core) and the bytes stay those of the one-go form.
+pub fn hashed_frame(reg: &crate::model::registry::Registry) -> (Vec<u8>, Vec<u8>) {
+    let canonical = CanonicalRegistry {
+        registry: reg,
+        form: RegistryForm::Hashed,
+        spans: None,
+        without_ops: true,
+    };
+    let mut text = serde_json::to_vec(&canonical).expect("the registry always serializes");
+    let open = top_level_value(&text, b"\"ops\"").expect("the header holds `ops`");
+    debug_assert_eq!(&text[open..open + 2], b"{}");
+    let after = text.split_off(open + 1);
+    (text, after)
+}
+
+/// Appends one op's entry in the hashed form's `ops` (its key, `:` and its value, compact),
+/// after a comma unless it is the `first`.
+pub fn write_hashed_op_entry(
+    out: &mut Vec<u8>,
+    first: bool,
+    op: &str,
+    record: &crate::model::registry::OpRecord,
+) {
+    if !first {
+        out.push(b',');
+    }
+    serde_json::to_writer(&mut *out, op).expect("a string serializes");
+    out.push(b':');
+    let value = CanonicalOp {
+        op: record,
+        keep: &[],
+        hashed: true,
+    };
+    serde_json::to_writer(&mut *out, &value).expect("an op always serializes");
+}
+
+/// Where the value of `key` (quoted) starts in compact JSON `text`, when it is a key of the
+/// outermost object: strings are skipped whole, so a key deeper down or text inside a string
+/// never matches.
+fn top_level_value(text: &[u8], key: &[u8]) -> Option<usize> {
+    let (mut depth, mut at) = (0usize, 0usize);
+    while at < text.len() {
+        match text[at] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                if depth == 1
+                    && text[at..].starts_with(key)
+                    && text.get(at + key.len()) == Some(&b':')
+                {
+                    return Some(at + key.len() + 1);
+                }
+                // Past the string: a quote ends it unless an odd run of backslashes escapes it.
+                at += 1;
+                while at < text.len() {
+                    match text[at] {
+                        b'\\' => at += 1,
+                        b'"' => break,
+                        _ => {}
+                    }
+                    at += 1;
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
 /// serde_json's `PrettyFormatter` (two spaces a level) for a value that starts `depth` levels
 /// down: its own indentation is private, and re-indenting its output afterwards cost a pass
 /// over every op's text.
