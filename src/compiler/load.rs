@@ -60,12 +60,18 @@ pub struct Loaded {
 impl Loaded {
     /// A location inside a loaded file; line:col are filled in at the end of the compile.
     pub fn loc(&self, file: usize, pointer: impl Into<String>) -> Location {
-        Location {
-            file: self.files[file].display.clone(),
-            line: None,
-            column: None,
-            pointer: Some(pointer.into()),
-        }
+        loc_in(&self.files[file].display, pointer)
+    }
+}
+
+/// A location inside the file shown as `display`; line:col are filled in at the end of the
+/// compile.
+fn loc_in(display: &str, pointer: impl Into<String>) -> Location {
+    Location {
+        file: display.to_string(),
+        line: None,
+        column: None,
+        pointer: Some(pointer.into()),
     }
 }
 
@@ -161,17 +167,23 @@ pub fn load(root: &Path, diags: &mut Diagnostics) -> Loaded {
     // parsed JSON takes several times its text, and a hostile catalog's files must not all be
     // parsed at once before the tools' limits drop what is too large.
     for batch in crate::compiler::parallel::batches(&found, |f| f.3, BATCH_BYTES) {
+        // Each file's tools are taken in its job too (pinning each is a hash of its JSON).
         let read = crate::compiler::parallel::map_in_order(batch, |(path, rel, display, _)| {
-            read_and_parse(path, rel, display)
+            let (file, parsed, mut file_diags) = read_and_parse(path, rel, display);
+            let tools = match (&file, parsed) {
+                (Some(file), Some(parsed)) => take_tools(file, parsed, &mut file_diags),
+                _ => Vec::new(),
+            };
+            (file, tools, file_diags)
         });
-        for (file, parsed, file_diags) in read {
+        for (file, tools, file_diags) in read {
             diags.extend(file_diags);
             if let Some(file) = file {
                 let idx = loaded.files.len();
                 loaded.files.push(file);
-                if let Some(parsed) = parsed {
-                    take_tools(&mut loaded, idx, parsed, diags);
-                }
+                loaded
+                    .tools
+                    .extend(tools.into_iter().map(|tool| RawTool { file: idx, ..tool }));
             }
         }
     }
@@ -282,14 +294,14 @@ fn read_and_parse(path: &Path, rel: &str, display: &str) -> ReadFile {
     (Some(file), parsed, diags)
 }
 
-/// The tools of file `idx`, parsed: each entry read, and what is wrong with the file's shape.
+/// The tools of `file`, parsed: each entry read, and what is wrong with the file's shape. The
+/// tools' `file` is 0 until the caller knows the file's index.
 fn take_tools(
-    loaded: &mut Loaded,
-    idx: usize,
+    file: &SourceFile,
     (value, repeated): (Value, Vec<String>),
     diags: &mut Diagnostics,
-) {
-    let file = &loaded.files[idx];
+) -> Vec<RawTool> {
+    let display = file.display.as_str();
     for pointer in repeated {
         let key = pointer.rsplit('/').next().unwrap_or_default().to_string();
         diags.push(
@@ -300,7 +312,7 @@ fn take_tools(
                     crate::model::diag::escape_controls(&key.replace("~1", "/").replace("~0", "~"))
                 ),
             )
-            .at(loaded.loc(idx, &pointer))
+            .at(loc_in(display, &pointer))
             .help("delete one of the two: JSON parsers differ on which they keep, so a provider may see the other"),
         );
     }
@@ -311,10 +323,10 @@ fn take_tools(
             Some(_) => {
                 diags.push(
                     Diagnostic::new(Code::FileShape, "`tools` is not an array")
-                        .at(loaded.loc(idx, "/tools"))
+                        .at(loc_in(display, "/tools"))
                         .help("write `\"tools\": [ ... ]` with one tool definition per element"),
                 );
-                return;
+                return Vec::new();
             }
             None if looks_like_tool(&obj) => (vec![Value::Object(obj)], ""),
             None => {
@@ -323,10 +335,10 @@ fn take_tools(
                         Code::FileShape,
                         "the file is an object without a `tools` array",
                     )
-                    .at(loaded.loc(idx, ""))
+                    .at(loc_in(display, ""))
                     .help("a definitions file is an array of tools, an object with a `tools` array, or a single tool definition"),
                 );
-                return;
+                return Vec::new();
             }
         },
         other => {
@@ -338,10 +350,10 @@ fn take_tools(
                         kind_of(&other)
                     ),
                 )
-                .at(loaded.loc(idx, ""))
+                .at(loc_in(display, ""))
                 .help("a definitions file is an array of tools or an object with a `tools` array"),
             );
-            return;
+            return Vec::new();
         }
     };
     let single = base.is_empty() && !file.text.trim_start().starts_with('[');
@@ -355,11 +367,12 @@ fn take_tools(
         })
         .collect();
     // Positions are resolved only for what a diagnostic points at, at the end of the compile.
-    for (i, (entry, pointer)) in entries.into_iter().zip(pointers).enumerate() {
-        if let Some(tool) = read_entry(loaded, idx, i, pointer, entry, diags) {
-            loaded.tools.push(tool);
-        }
-    }
+    entries
+        .into_iter()
+        .zip(pointers)
+        .enumerate()
+        .filter_map(|(i, (entry, pointer))| read_entry(display, i, pointer, entry, diags))
+        .collect()
 }
 
 /// serde_json appends " at line L column C"; the location is shown separately.
@@ -398,14 +411,13 @@ pub const MAX_DESCRIPTION_CHARS: usize = 1_000_000;
 pub const MAX_SCHEMA_BYTES: usize = 8 << 20;
 
 fn read_entry(
-    loaded: &Loaded,
-    file: usize,
+    display: &str,
     index: usize,
     pointer: String,
     entry: Value,
     diags: &mut Diagnostics,
 ) -> Option<RawTool> {
-    let at = |p: &str| loaded.loc(file, p.to_string());
+    let at = |p: &str| loc_in(display, p);
     let Value::Object(mut obj) = entry else {
         diags.push(
             Diagnostic::new(
@@ -658,7 +670,7 @@ fn read_entry(
         _ => None,
     };
     Some(RawTool {
-        file,
+        file: 0,
         index,
         pointer,
         shape,

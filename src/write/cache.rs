@@ -318,6 +318,8 @@ fn tree(h: &mut blake3::Hasher, root: &Path, contents: bool, definitions: bool) 
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
     h.update(b"tree");
+    // Each file's relative path, and its size for a batch of reads.
+    let mut files: Vec<(PathBuf, String, u64)> = Vec::new();
     for entry in walker {
         let entry = entry.ok()?;
         if entry.file_type().is_dir() {
@@ -327,20 +329,36 @@ fn tree(h: &mut blake3::Hasher, root: &Path, contents: bool, definitions: bool) 
         if definitions && rel == crate::trust::lock::LOCK_FILE {
             continue;
         }
+        let rel = rel.into_owned();
+        if contents {
+            let size = entry.metadata().map_or(0, |m| m.len());
+            files.push((entry.into_path(), rel, size));
+            continue;
+        }
         h.update(&(rel.len() as u64).to_le_bytes());
         h.update(rel.as_bytes());
-        if contents {
-            let bytes = fs::read(entry.path()).ok()?;
+        let meta = entry.metadata().ok()?;
+        let modified = meta.modified().ok()?;
+        h.update(format!("{} {modified:?}", meta.len()).as_bytes());
+    }
+    // Contents are read on every core, a batch of files at a time (a build reads its
+    // definitions this way twice: before, and after to see they did not change while it ran),
+    // and hashed in walk order.
+    for batch in crate::compiler::parallel::batches(&files, |f| f.2, TREE_BATCH_BYTES) {
+        let read = crate::compiler::parallel::map_in_order(batch, |(path, _, _)| fs::read(path));
+        for ((_, rel, _), bytes) in batch.iter().zip(read) {
+            let bytes = bytes.ok()?;
+            h.update(&(rel.len() as u64).to_le_bytes());
+            h.update(rel.as_bytes());
             h.update(&(bytes.len() as u64).to_le_bytes());
             h.update(&bytes);
-        } else {
-            let meta = entry.metadata().ok()?;
-            let modified = meta.modified().ok()?;
-            h.update(format!("{} {modified:?}", meta.len()).as_bytes());
         }
     }
     Some(())
 }
+
+/// How many bytes of files [`tree`] reads at once, at most (one larger file alone).
+const TREE_BATCH_BYTES: u64 = 32 << 20;
 
 /// What [`output_state`] found in the output folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
