@@ -20,6 +20,9 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+/// Bytes of pieces gathered for each update when a file's hash is taken piece by piece.
+const HASH_BUFFER: usize = 64 << 10;
+
 /// What writing or checking an output folder reads of the files it should hold.
 pub trait Artifacts {
     /// Every file's relative `/`-separated path, sorted.
@@ -170,8 +173,20 @@ impl Outputs {
     pub(crate) fn prepare_pieces(&self, path: &str, pieces: Vec<String>) -> Output {
         let hash = {
             let mut hasher = blake3::Hasher::new();
-            for piece in &pieces {
+            if let [piece] = pieces.as_slice() {
                 hasher.update(piece.as_bytes());
+            } else {
+                // blake3 hashes an update of 16 KiB or more on all its SIMD lanes at once; a
+                // piece at a time (an op's Rust types, a few KB) it went one 1 KiB chunk after
+                // another, at half the speed (1.0 against 2.1 GB/s measured on this machine).
+                use std::io::Write as _;
+                let mut buffered = std::io::BufWriter::with_capacity(HASH_BUFFER, &mut hasher);
+                for piece in &pieces {
+                    buffered
+                        .write_all(piece.as_bytes())
+                        .expect("hashing cannot fail");
+                }
+                buffered.flush().expect("hashing cannot fail");
             }
             super::manifest_hash_of_digest(hasher.finalize())
         };
