@@ -54,14 +54,8 @@ pub(crate) fn emit_from_texts(reg: &Registry, texts: Vec<String>) -> (FileMap, R
     let mut header =
         serde_json::to_string_pretty(&canonical).expect("the registry always serializes");
     header.push('\n');
-    // The `ops` key one object deep (two spaces): a key deeper down is indented further, and a
-    // string holding these characters has its quotes escaped.
-    const EMPTY_OPS: &str = "\n  \"ops\": {}";
-    let at = header
-        .find(EMPTY_OPS)
-        .expect("the header holds an empty `ops`")
-        + EMPTY_OPS.len()
-        - 1;
+    // The `}` of the empty `ops`: the texts go before it.
+    let at = crate::model::canonical::empty_ops_at(header.as_bytes()) + 1;
     let names: usize = reg.ops.keys().map(|k| k.len() + 16).sum();
     let mut text =
         String::with_capacity(header.len() + names + texts.iter().map(String::len).sum::<usize>());
@@ -103,11 +97,14 @@ mod tests {
     }
 
     /// Put together from each op's text, the file and its spans are those written in one go,
-    /// byte for byte, on every repo catalog and on a registry of no op.
+    /// byte for byte, on every repo catalog and on a registry of no op, with a description that
+    /// holds `"ops": {}`.
     #[test]
     fn the_file_from_op_texts_is_the_file_written_whole() {
         for dir in crate::compiler::repo_and_fleet_catalogs() {
             let mut reg = crate::compiler::compile_repo_catalog(dir);
+            // The header's text holds the characters of an empty `ops` elsewhere too.
+            reg.description = Some("a header with \"ops\": {} in it".into());
             for _ in 0..2 {
                 let texts = reg
                     .ops

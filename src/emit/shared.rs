@@ -5,8 +5,7 @@
 use super::{help, Emitter, OpDigests, PageMemo, Settings};
 use crate::model::registry::Registry;
 
-/// What several emitters need, built once by whichever asks first (the help pages feed both
-/// `help.json` and the report's page sizes).
+/// What several emitters need, built once by whichever asks first (see the module's note).
 pub(super) struct Shared<'a> {
     pub(super) settings: &'a Settings,
     /// The help pages as text, built by the first emitter that asks, and let go once the last

@@ -167,8 +167,8 @@ pub struct CanonicalRegistry<'a> {
     /// Where to record each op's place in the text, when it is written through an
     /// [`OpSpans::writer`].
     pub spans: Option<&'a OpSpans>,
-    /// `ops` written as an empty object, for a text whose ops are put in afterwards (see
-    /// [`op_artifact_text`]).
+    /// `ops` written as an empty object, for a text whose ops are put in afterwards (after
+    /// [`empty_ops_at`]; see [`op_artifact_text`] and [`hashed_frame`]).
     pub without_ops: bool,
 }
 
@@ -199,10 +199,22 @@ pub fn hashed_frame(reg: &crate::model::registry::Registry) -> (Vec<u8>, Vec<u8>
         without_ops: true,
     };
     let mut text = serde_json::to_vec(&canonical).expect("the registry always serializes");
-    let open = top_level_value(&text, b"\"ops\"").expect("the header holds `ops`");
-    debug_assert_eq!(&text[open..open + 2], b"{}");
-    let after = text.split_off(open + 1);
+    let after = text.split_off(empty_ops_at(&text) + 1);
     (text, after)
+}
+
+/// Where the `{` of the empty `ops` of a registry text written `without_ops` is, compact or
+/// pretty: the ops are put in after it. Found as the outermost object's key, so an `ops` key
+/// deeper down, or the characters inside a string, never match.
+pub fn empty_ops_at(text: &[u8]) -> usize {
+    let value = top_level_value(text, b"\"ops\"").expect("the header holds `ops`");
+    let open = value
+        + text[value..]
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
+    assert_eq!(text.get(open..open + 2), Some(&b"{}"[..]), "`ops` is empty");
+    open
 }
 
 /// Appends one op's entry in the hashed form's `ops` (its key, `:` and its value, compact),
