@@ -6,7 +6,10 @@
 //! rebuilt or upgraded toolreg never reads another's entries. On disk the entries lie in segments
 //! of about a MiB, each with a blake3 of its bytes, checked on read: the entries of a segment
 //! whose bytes changed (a torn write, a disk error, a hand edit) are dropped and recomputed, never
-//! used. The check is a digest, not a signature: it detects corruption, not a local user who
+//! used. A segment holds its entries' keys and lengths first, then their values back to back, so
+//! the values are read into one string per segment and served from it as they lie ([`Text`]):
+//! copying each of 140,000 values into its own allocation as the file was read was a tenth of a
+//! one-tool rebuild's page faults at 10,000 tools. The check is a digest, not a signature: it detects corruption, not a local user who
 //! rewrites both (that user could rewrite toolreg itself). One check per segment instead of one
 //! per entry lets blake3 hash many chunks at once (per entry it was a twentieth of a one-tool
 //! rebuild's CPU at 10,000 tools, reading and saving).
@@ -21,20 +24,26 @@
 //! again or saved. A full build computes every entry (about 85 MB at 10,000 tools), and holding
 //! them all while every emitter's output is held too was a tenth of its peak. Likewise a memo
 //! read in the background lets go of each large value it serves ([`LET_GO_FROM`]): the file
-//! still holds it for an append, and is read again for a save that writes it afresh.
+//! still holds it for an append, and is read again for a save that writes it afresh; a segment
+//! is freed once every value it holds is served and let go.
 //!
 //! Why it is one file: an entry's life (read and checked by segment, served, computed, spilled,
 //! appended or written afresh) is one protocol whose invariants (only checked bytes are served,
-//! a saved file holds exactly what the build used) read top to bottom. About 340 of its lines
+//! a saved file holds exactly what the build used) read top to bottom. About 410 of its lines
 //! are tests.
 
 use crate::compiler::spill::{SpillFile, Spilled};
 use std::collections::HashMap;
+use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The file's first bytes, with the format's version.
-const MAGIC: &[u8] = b"toolreg-memo 2\n";
+const MAGIC: &[u8] = b"toolreg-memo 3\n";
+
+/// A segment's head: how many entries it holds, its values' length and the blake3 of the rest
+/// (the entries' keys and lengths, then the values).
+const SEGMENT_HEAD: usize = 8 + 8 + 32;
 
 /// About how many bytes of entries one segment holds (one check each).
 const SEGMENT_BYTES: usize = 1 << 20;
@@ -43,6 +52,86 @@ const SEGMENT_BYTES: usize = 1 << 20;
 const ENTRY_HEAD: usize = 32 + 8;
 
 type Key = [u8; 32];
+
+/// A memo's value: computed here, or where it lies in the values of a segment read from the
+/// file (shared, never copied out; see the module's doc).
+#[derive(Clone)]
+pub struct Text(TextRepr);
+
+#[derive(Clone)]
+enum TextRepr {
+    Owned(Arc<str>),
+    /// `values[start..end]`, on character boundaries (checked when the segment was read).
+    InSegment {
+        values: Arc<String>,
+        start: usize,
+        end: usize,
+    },
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match &self.0 {
+            TextRepr::Owned(text) => text,
+            TextRepr::InSegment { values, start, end } => &values[*start..*end],
+        }
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl From<Arc<str>> for Text {
+    fn from(text: Arc<str>) -> Text {
+        Text(TextRepr::Owned(text))
+    }
+}
+
+impl Text {
+    /// This text owning its bytes: a value held through the build must not keep its whole
+    /// segment (a MiB) from being freed.
+    fn owned(&self) -> Text {
+        match &self.0 {
+            TextRepr::Owned(_) => self.clone(),
+            TextRepr::InSegment { .. } => Text(TextRepr::Owned(Arc::from(&**self))),
+        }
+    }
+}
+
+/// A memo file to read: its bytes, read segment by segment, and how many there are (no length
+/// a damaged head claims is allocated beyond what the file holds).
+pub struct MemoFile {
+    reader: Box<dyn std::io::Read + Send>,
+    len: u64,
+}
+
+impl MemoFile {
+    pub fn new(reader: impl std::io::Read + Send + 'static, len: u64) -> MemoFile {
+        MemoFile {
+            reader: Box::new(reader),
+            len,
+        }
+    }
+
+    /// The file at `path`. Segments are read in three parts, the head a few bytes: buffered
+    /// (the two large parts bypass the buffer, as any read larger than it does).
+    pub fn open(path: &std::path::Path) -> Option<MemoFile> {
+        let file = std::fs::File::open(path).ok()?;
+        let len = file.metadata().ok()?.len();
+        let reader = std::io::BufReader::with_capacity(64 << 10, file);
+        Some(MemoFile::new(reader, len))
+    }
+
+    pub fn from_bytes(bytes: Vec<u8>) -> MemoFile {
+        let len = bytes.len() as u64;
+        MemoFile::new(std::io::Cursor::new(bytes), len)
+    }
+}
 
 /// The smallest value a spilling memo writes to its spill file instead of holding: most entries
 /// below it are token counts and screens, whose reading back would cost more than they hold.
@@ -56,7 +145,7 @@ const SPILL_FROM: usize = 512;
 /// asked for again within a build, and cost little.
 const LET_GO_FROM: usize = 512;
 
-/// Entries by key. A key is already a blake3 digest, so its first eight bytes are as good a
+/// Entries by key. A key is mostly a blake3 digest, so its last eight bytes are as good a
 /// hash as any: SipHashing all 32 again, three lookups an entry, was a few percent of a
 /// one-tool rebuild.
 type KeyMap<V = Arc<str>> = HashMap<Key, V, std::hash::BuildHasherDefault<DigestHasher>>;
@@ -64,7 +153,7 @@ type KeyMap<V = Arc<str>> = HashMap<Key, V, std::hash::BuildHasherDefault<Digest
 /// An entry this build used: held, in the spill file, or served from the memo's file and not
 /// held (`Served`, its length; see [`LET_GO_FROM`]).
 enum Used {
-    Held(Arc<str>),
+    Held(Text),
     Spilled(Spilled),
     Served(usize),
 }
@@ -89,12 +178,28 @@ impl std::hash::Hasher for DigestHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         // Also called with the length prefix (`write_usize` defaults to `write`): folded in,
-        // harmless, since every key has the same length.
-        let mut first = [0u8; 8];
+        // harmless, since every key has the same length. The last eight bytes: a key's first
+        // four are its step's tag ([`keyed`]), the same for every entry of a step.
+        let mut last = [0u8; 8];
         let n = bytes.len().min(8);
-        first[..n].copy_from_slice(&bytes[..n]);
-        self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(first);
+        last[..n].copy_from_slice(&bytes[bytes.len() - n..]);
+        self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(last);
     }
+}
+
+/// The key of an entry of `step` whose input `h` hashed: a tag of the step's name, then the
+/// digest. Saved sorted by key, a step's entries lie in segments of their own, and a segment is
+/// freed once its values are served and let go: with the steps mixed, nearly every segment
+/// waited for the last emitter, and a one-tool rebuild at 10,000 tools peaked 35 MB higher.
+fn keyed(step: &str, h: &blake3::Hasher) -> Key {
+    // FNV-1a: the tag only groups, the digest (224 bits of it) is what tells entries apart.
+    let tag = step.bytes().fold(0x811c_9dc5_u32, |t, b| {
+        (t ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    let mut key = [0u8; 32];
+    key[..4].copy_from_slice(&tag.to_be_bytes());
+    key[4..].copy_from_slice(&h.finalize().as_bytes()[..28]);
+    key
 }
 
 /// What a build took from the memo and what it had to compute.
@@ -132,13 +237,13 @@ pub struct Memo {
     misses: AtomicUsize,
 }
 
-/// Reads a memo's file: its bytes, `None` when there is none.
-type FileSource = dyn Fn() -> Option<Vec<u8>> + Send + Sync;
+/// Opens a memo's file; `None` when there is none.
+type FileSource = dyn Fn() -> Option<MemoFile> + Send + Sync;
 
 /// What a memo read from its file: the entries, and how the file checked.
 #[derive(Default)]
 struct Stored {
-    entries: KeyMap,
+    entries: KeyMap<Text>,
     /// Entries (or torn segments) dropped because their check failed.
     rejected: usize,
     /// Read from a file of this binary with every segment intact: new entries may be appended.
@@ -175,7 +280,7 @@ impl Memo {
     /// verified (maybe nothing).
     pub fn read(salt: &str, bytes: &[u8]) -> Memo {
         let memo = Memo::new(salt);
-        let stored = stored_from(&memo.salt, bytes);
+        let stored = stored_from(&memo.salt, MemoFile::from_bytes(bytes.to_vec()));
         memo.stored
             .set(Mutex::new(stored))
             .unwrap_or_else(|_| unreachable!("a new memo has read nothing"));
@@ -188,7 +293,7 @@ impl Memo {
     /// one-tool rebuild before the compile could start, on a core the compile leaves idle.
     pub fn read_in_background(
         salt: &str,
-        file: impl Fn() -> Option<Vec<u8>> + Send + Sync + 'static,
+        file: impl Fn() -> Option<MemoFile> + Send + Sync + 'static,
     ) -> Memo {
         let mut memo = Memo::new(salt);
         let key = memo.salt;
@@ -196,7 +301,7 @@ impl Memo {
         memo.source = Some(source.clone());
         let reading = std::thread::Builder::new()
             .name("memo-read".into())
-            .spawn(move || source().map_or_else(Stored::default, |b| stored_from(&key, &b)));
+            .spawn(move || source().map_or_else(Stored::default, |f| stored_from(&key, f)));
         // With no thread to read on, the memo starts empty: every entry is computed (slower,
         // the same output).
         if let Ok(handle) = reading {
@@ -235,11 +340,11 @@ impl Memo {
                 }
             }
         }
-        Used::Held(value.clone())
+        Used::Held(value.clone().into())
     }
 
     /// A used entry's value: held, or read back from the spill file (`None` when that fails).
-    fn value(&self, used: &Used) -> Option<Arc<str>> {
+    fn value(&self, used: &Used) -> Option<Text> {
         match used {
             Used::Held(v) => Some(v.clone()),
             Used::Spilled(place) => self
@@ -248,7 +353,7 @@ impl Memo {
                 .expect("memo lock")
                 .as_mut()?
                 .get(*place)
-                .map(Arc::from),
+                .map(|text| Arc::<str>::from(text).into()),
             Used::Served(_) => None,
         }
     }
@@ -258,7 +363,7 @@ impl Memo {
         h.update(step.as_bytes());
         h.update(&[0]);
         h.update(input);
-        *h.finalize().as_bytes()
+        keyed(step, &h)
     }
 
     /// The value of `step` on `input`: from the memo, or `compute`d and remembered. `compute`
@@ -268,12 +373,12 @@ impl Memo {
         step: &str,
         input: &[u8],
         compute: impl FnOnce() -> String,
-    ) -> Arc<str> {
+    ) -> Text {
         self.get_or_compute_key(self.key(step, input), compute)
     }
 
     /// The value under `key`: served, or `compute`d and remembered.
-    fn get_or_compute_key(&self, key: Key, compute: impl FnOnce() -> String) -> Arc<str> {
+    fn get_or_compute_key(&self, key: Key, compute: impl FnOnce() -> String) -> Text {
         if let Some(v) = self.served(&key) {
             return v;
         }
@@ -281,7 +386,7 @@ impl Memo {
         let value: Arc<str> = compute().into();
         if self.used.lock().expect("memo lock").contains_key(&key) {
             // Another thread computed it meanwhile: theirs is kept (the same text).
-            return value;
+            return value.into();
         }
         let kept = self.keep(&value);
         let mut used = self.used.lock().expect("memo lock");
@@ -289,7 +394,7 @@ impl Memo {
             self.fresh.lock().expect("memo lock").push(key);
             e.insert(kept);
         }
-        value
+        value.into()
     }
 
     /// `get_or_compute` with the input given in pieces, each length-prefixed in the key (so no
@@ -299,7 +404,7 @@ impl Memo {
         step: &str,
         pieces: &[&[u8]],
         compute: impl FnOnce() -> String,
-    ) -> Arc<str> {
+    ) -> Text {
         let mut h = blake3::Hasher::new_keyed(&self.salt);
         h.update(step.as_bytes());
         h.update(&[1]);
@@ -307,7 +412,7 @@ impl Memo {
             h.update(&(piece.len() as u64).to_le_bytes());
             h.update(piece);
         }
-        self.get_or_compute_key(*h.finalize().as_bytes(), compute)
+        self.get_or_compute_key(keyed(step, &h), compute)
     }
 
     /// `get_or_compute` for a text stamped with the registry version (every generated page
@@ -350,7 +455,7 @@ impl Memo {
 
     /// The entry for `key` when this build already used it or an earlier one left it (then
     /// marked used), counted as a repeat or a hit.
-    fn served(&self, key: &Key) -> Option<Arc<str>> {
+    fn served(&self, key: &Key) -> Option<Text> {
         let spilled = match self.used.lock().expect("memo lock").get(key) {
             Some(Used::Held(v)) => {
                 self.repeats.fetch_add(1, Ordering::Relaxed);
@@ -377,9 +482,13 @@ impl Memo {
             (v, let_go)
         };
         self.hits.fetch_add(1, Ordering::Relaxed);
-        let kept = match let_go {
-            true => Used::Served(v.len()),
-            false => Used::Held(v.clone()),
+        // A value held is copied out of its segment, so the segment can be freed.
+        let (kept, v) = match let_go {
+            true => (Used::Served(v.len()), v),
+            false => {
+                let v = v.owned();
+                (Used::Held(v.clone()), v)
+            }
         };
         self.used.lock().expect("memo lock").insert(*key, kept);
         Some(v)
@@ -387,7 +496,7 @@ impl Memo {
 
     /// The value of `step` on `input` when this build or an earlier one computed it (then it is
     /// used, as by [`Memo::get_or_compute`]); `None` computes nothing.
-    pub fn get(&self, step: &str, input: &[u8]) -> Option<Arc<str>> {
+    pub fn get(&self, step: &str, input: &[u8]) -> Option<Text> {
         self.served(&self.key(step, input))
     }
 
@@ -427,7 +536,7 @@ impl Memo {
             .any(|u| matches!(u, Used::Served(_)))
             .then(|| self.source.as_ref().and_then(|read| read()))
             .flatten()
-            .map(|bytes| stored_from(&self.salt, &bytes))
+            .map(|file| stored_from(&self.salt, file))
             .unwrap_or_default();
         out.write_all(MAGIC)?;
         out.write_all(&self.salt)?;
@@ -476,49 +585,42 @@ impl Memo {
     }
 }
 
-/// The entries of a memo file's bytes for the binary `salt` names: those of every segment whose
-/// check matches (another binary's file, an unknown format or a torn tail yields what could be
-/// verified, maybe nothing).
-fn stored_from(salt: &Key, bytes: &[u8]) -> Stored {
+/// The entries of a memo file for the binary `salt` names: those of every segment whose check
+/// matches (another binary's file, an unknown format or a torn tail yields what could be
+/// verified, maybe nothing). Read segment by segment, each segment's values into one string.
+fn stored_from(salt: &Key, file: MemoFile) -> Stored {
+    let MemoFile {
+        mut reader,
+        len: mut left,
+    } = file;
     let mut stored = Stored::default();
-    let Some(rest) = bytes.strip_prefix(MAGIC) else {
+    let mut head = [0u8; MAGIC.len() + 32];
+    if left < head.len() as u64 || reader.read_exact(&mut head).is_err() {
         return stored;
-    };
-    let Some((file_salt, mut rest)) = rest.split_first_chunk::<32>() else {
-        return stored;
-    };
-    if file_salt != salt {
+    }
+    left -= head.len() as u64;
+    if head[..MAGIC.len()] != *MAGIC || head[MAGIC.len()..] != *salt {
         return stored;
     }
     let mut rejected = 0;
-    while !rest.is_empty() {
-        let head = rest
-            .split_first_chunk::<8>()
-            .and_then(|(len, after)| Some((len, after.split_first_chunk::<32>()?)));
-        let Some((len, (check, after))) = head else {
-            rejected += 1;
-            break;
-        };
-        let body = usize::try_from(u64::from_le_bytes(*len))
-            .ok()
-            .and_then(|n| after.get(..n));
-        let Some(body) = body else {
-            // Torn: the segment's entries are lost (counted as one).
-            rejected += 1;
-            break;
-        };
-        rest = &after[body.len()..];
-        if blake3::hash(body).as_bytes() != check {
-            rejected += entries_in(body).max(1);
-            continue;
-        }
-        // The segment's check matched, so a bad entry in it was written so: dropped.
-        for entry in entries(body) {
-            match entry.map(|(key, value)| (key, std::str::from_utf8(value))) {
-                Some((key, Ok(text))) => {
-                    stored.entries.insert(*key, text.into());
+    while left > 0 {
+        match read_segment(&mut reader, &mut left) {
+            Segment::Read(entries) => {
+                for entry in entries {
+                    match entry {
+                        Some((key, text)) => {
+                            stored.entries.insert(key, text);
+                        }
+                        None => rejected += 1,
+                    }
                 }
-                Some((_, Err(_))) | None => rejected += 1,
+            }
+            // The segment's entries are dropped (counted one each, at least one).
+            Segment::Dropped(n) => rejected += n.max(1),
+            // Torn: the rest is lost (counted as one).
+            Segment::Torn => {
+                rejected += 1;
+                break;
             }
         }
     }
@@ -527,60 +629,116 @@ fn stored_from(salt: &Key, bytes: &[u8]) -> Stored {
     stored
 }
 
-/// Entries as segments of about `segment_bytes` each: the body's length, its blake3, the body
-/// (each entry: key, value length, value).
+/// One segment as read: its entries (`None` for one that does not read), or how many entries
+/// a segment whose check failed held, or a tail too short for what its head claims.
+enum Segment {
+    Read(Vec<Option<(Key, Text)>>),
+    Dropped(usize),
+    Torn,
+}
+
+/// Reads the segment at `reader`, `left` bytes from the file's end (counted down).
+fn read_segment(reader: &mut dyn std::io::Read, left: &mut u64) -> Segment {
+    let mut head = [0u8; SEGMENT_HEAD];
+    if *left < SEGMENT_HEAD as u64 || reader.read_exact(&mut head).is_err() {
+        return Segment::Torn;
+    }
+    *left -= SEGMENT_HEAD as u64;
+    let (count, rest) = head.split_at(8);
+    let (values_len, check) = rest.split_at(8);
+    let count = u64::from_le_bytes(count.try_into().expect("8 bytes"));
+    let values_len = u64::from_le_bytes(values_len.try_into().expect("8 bytes"));
+    // Lengths a damaged head claims are checked against the file before anything is allocated.
+    let index_len = count.checked_mul(ENTRY_HEAD as u64);
+    let Some(body_len) = index_len.and_then(|i| i.checked_add(values_len)) else {
+        return Segment::Torn;
+    };
+    if body_len > *left {
+        return Segment::Torn;
+    }
+    *left -= body_len;
+    let read = |len: u64, reader: &mut dyn std::io::Read| -> Option<Vec<u8>> {
+        let mut bytes = vec![0; usize::try_from(len).ok()?];
+        reader.read_exact(&mut bytes).ok()?;
+        Some(bytes)
+    };
+    let (Some(index), Some(values)) = (
+        read(body_len - values_len, reader),
+        read(values_len, reader),
+    ) else {
+        return Segment::Torn;
+    };
+    let count = index.len() / ENTRY_HEAD;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&index);
+    hasher.update(&values);
+    if hasher.finalize().as_bytes() != check {
+        return Segment::Dropped(count);
+    }
+    // The check matched, so a segment that does not read was written so: dropped.
+    let Ok(values) = String::from_utf8(values) else {
+        return Segment::Dropped(count);
+    };
+    let values = Arc::new(values);
+    let mut start = 0usize;
+    let entries = index
+        .chunks_exact(ENTRY_HEAD)
+        .map(|entry| {
+            let (key, len) = entry.split_at(32);
+            let len = usize::try_from(u64::from_le_bytes(len.try_into().ok()?)).ok()?;
+            let end = start.checked_add(len).filter(|&end| end <= values.len())?;
+            let span = (start, end);
+            start = end;
+            (values.is_char_boundary(span.0) && values.is_char_boundary(span.1)).then(|| {
+                let text = TextRepr::InSegment {
+                    values: values.clone(),
+                    start: span.0,
+                    end: span.1,
+                };
+                (key.try_into().expect("32 bytes"), Text(text))
+            })
+        })
+        .collect();
+    Segment::Read(entries)
+}
+
+/// Entries as segments of about `segment_bytes` of values each (see [`SEGMENT_HEAD`]): the head,
+/// then each entry's key and value length, then the values.
 fn write_entries<'a>(
     out: &mut impl std::io::Write,
-    entries: impl Iterator<Item = (&'a Key, Arc<str>)>,
+    entries: impl Iterator<Item = (&'a Key, Text)>,
     segment_bytes: usize,
 ) -> std::io::Result<()> {
-    let mut body = Vec::with_capacity(segment_bytes + (64 << 10));
-    let flush = |out: &mut dyn std::io::Write, body: &mut Vec<u8>| -> std::io::Result<()> {
-        if body.is_empty() {
+    let mut index = Vec::new();
+    let mut values = String::with_capacity(segment_bytes + (64 << 10));
+    let flush = |out: &mut dyn std::io::Write,
+                 index: &mut Vec<u8>,
+                 values: &mut String|
+     -> std::io::Result<()> {
+        if index.is_empty() {
             return Ok(());
         }
-        out.write_all(&(body.len() as u64).to_le_bytes())?;
-        out.write_all(blake3::hash(body).as_bytes())?;
-        out.write_all(body)?;
-        body.clear();
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(index);
+        hasher.update(values.as_bytes());
+        out.write_all(&((index.len() / ENTRY_HEAD) as u64).to_le_bytes())?;
+        out.write_all(&(values.len() as u64).to_le_bytes())?;
+        out.write_all(hasher.finalize().as_bytes())?;
+        out.write_all(index)?;
+        out.write_all(values.as_bytes())?;
+        index.clear();
+        values.clear();
         Ok(())
     };
     for (key, value) in entries {
-        body.extend_from_slice(key);
-        body.extend_from_slice(&(value.len() as u64).to_le_bytes());
-        body.extend_from_slice(value.as_bytes());
-        if body.len() >= segment_bytes {
-            flush(out, &mut body)?;
+        index.extend_from_slice(key);
+        index.extend_from_slice(&(value.len() as u64).to_le_bytes());
+        values.push_str(&value);
+        if values.len() >= segment_bytes {
+            flush(out, &mut index, &mut values)?;
         }
     }
-    flush(out, &mut body)
-}
-
-/// How many entries a segment's body holds, as far as it parses (to count what a failed check
-/// drops).
-fn entries_in(body: &[u8]) -> usize {
-    entries(body).map_while(|entry| entry).count()
-}
-
-/// The entries of a segment's body in order, each its key and value; `None` for bytes that do
-/// not parse as an entry, after which nothing more is read.
-fn entries(mut body: &[u8]) -> impl Iterator<Item = Option<(&Key, &[u8])>> {
-    std::iter::from_fn(move || {
-        if body.is_empty() {
-            return None;
-        }
-        let parsed = body.split_first_chunk::<32>().and_then(|(key, after)| {
-            let (len, after) = after.split_first_chunk::<8>()?;
-            let value = after.get(..usize::try_from(u64::from_le_bytes(*len)).ok()?)?;
-            Some((key, value, &after[value.len()..]))
-        });
-        let Some((key, value, rest)) = parsed else {
-            body = &[];
-            return Some(None);
-        };
-        body = rest;
-        Some(Some((key, value)))
-    })
+    flush(out, &mut index, &mut values)
 }
 
 /// `text` with every `from` replaced by `to`, as `str::replace` does, found with memchr's SIMD
@@ -642,7 +800,9 @@ mod tests {
         let file = first.to_bytes();
         let on_disk = std::sync::Arc::new(Mutex::new(file.clone()));
         let disk = on_disk.clone();
-        let read = Memo::read_in_background("salt", move || Some(disk.lock().unwrap().clone()));
+        let read = Memo::read_in_background("salt", move || {
+            Some(MemoFile::from_bytes(disk.lock().unwrap().clone()))
+        });
         // Half the pages and every count served: the pages let go, the counts held.
         for n in 0..5 {
             assert_eq!(
@@ -710,6 +870,77 @@ mod tests {
             held.used.lock().unwrap().values().next(),
             Some(Used::Held(_))
         ));
+    }
+
+    /// A large value served from a background read is the segment's own bytes, not a copy; a
+    /// small one held through the build is copied out; once every value of a segment is served
+    /// and let go, the segment is freed.
+    #[test]
+    fn served_values_lie_in_their_segment_until_it_is_freed() {
+        let big = |n: u8| format!("{n} {}", "page text ".repeat(LET_GO_FROM / 5));
+        let first = Memo::new("salt");
+        for n in 0..3 {
+            first.get_or_compute("page", &[n], || big(n));
+        }
+        first.get_or_compute("count", b"x", || "7".into());
+        let file = first.to_bytes();
+        let read =
+            Memo::read_in_background("salt", move || Some(MemoFile::from_bytes(file.clone())));
+        let page = read.get_or_compute("page", &[0], || unreachable!());
+        let TextRepr::InSegment { values, .. } = &page.0 else {
+            panic!("a served page is read in place");
+        };
+        let segment = Arc::downgrade(values);
+        let count = read.get_or_compute("count", b"x", || unreachable!());
+        assert!(
+            matches!(count.0, TextRepr::Owned(_)),
+            "a held value is copied"
+        );
+        drop(page);
+        for n in 1..3 {
+            assert_eq!(
+                *read.get_or_compute("page", &[n], || unreachable!()),
+                big(n)
+            );
+        }
+        assert!(segment.upgrade().is_none(), "every value served and let go");
+        // And the pages are still saved, read from the file again.
+        let afresh = Memo::read("salt", &read.to_bytes());
+        assert_eq!(
+            *afresh.get_or_compute("page", &[2], || unreachable!()),
+            big(2)
+        );
+    }
+
+    /// A segment whose values are not UTF-8 (its check recomputed, as if written so) is dropped
+    /// and the others kept; a head claiming more than the file holds is a torn tail, and
+    /// nothing of its claimed size is allocated.
+    #[test]
+    fn a_segment_that_does_not_read_is_dropped() {
+        let whole = one_per_segment(&filled());
+        let first = MAGIC.len() + 32;
+        // The first segment (one entry, value "5"): its value made invalid, its check redone.
+        let value_at = first + SEGMENT_HEAD + ENTRY_HEAD;
+        let mut bytes = whole.clone();
+        bytes[value_at] = 0xff;
+        let check = {
+            let mut h = blake3::Hasher::new();
+            h.update(&bytes[first + SEGMENT_HEAD..value_at + 1]);
+            *h.finalize().as_bytes()
+        };
+        bytes[first + 16..first + SEGMENT_HEAD].copy_from_slice(&check);
+        let read = Memo::read("salt", &bytes);
+        assert_eq!(read.stats().rejected, 1);
+        assert_eq!(read.stored().entries.len(), 1);
+        assert!(read.appendix().is_none());
+        // A head claiming u64::MAX entries, or values beyond the file's end: torn.
+        for (at, claim) in [(first, u64::MAX), (first + 8, 1 << 40)] {
+            let mut bytes = whole.clone();
+            bytes[at..at + 8].copy_from_slice(&claim.to_le_bytes());
+            let read = Memo::read("salt", &bytes);
+            assert_eq!(read.stats().rejected, 1);
+            assert!(read.stored().entries.is_empty());
+        }
     }
 
     /// A spilling memo holds no large value it computed, serves each again from the spill
@@ -819,7 +1050,8 @@ mod tests {
         let m = filled();
         let bytes = m.to_bytes();
         let given = bytes.clone();
-        let read = Memo::read_in_background("salt", move || Some(given.clone()));
+        let read =
+            Memo::read_in_background("salt", move || Some(MemoFile::from_bytes(given.clone())));
         // Used from two threads at once: both wait for the read, neither computes.
         std::thread::scope(|s| {
             let a = s.spawn(|| read.get_or_compute("count", b"hi", || unreachable!()));
@@ -842,7 +1074,8 @@ mod tests {
         assert_eq!(&*none.get_or_compute("count", b"hi", || "c".into()), "c");
         let mut torn = bytes.clone();
         torn.truncate(torn.len() - 3);
-        let damaged = Memo::read_in_background("salt", move || Some(torn.clone()));
+        let damaged =
+            Memo::read_in_background("salt", move || Some(MemoFile::from_bytes(torn.clone())));
         assert!(damaged.stats().rejected > 0);
         assert!(damaged.appendix().is_none());
         let failed = Memo::read_in_background("salt", || panic!("a disk error"));

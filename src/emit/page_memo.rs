@@ -79,7 +79,7 @@ impl PageMemo<'_> {
         step: &str,
         r: &crate::model::registry::OpRecord,
         context: &[&str],
-    ) -> Option<std::sync::Arc<str>> {
+    ) -> Option<crate::compiler::memo::Text> {
         self.memo.get(step, &self.input(r, context)?)
     }
 

@@ -19,7 +19,7 @@
 //! that cannot be read, or a `.toolreg-cache` that is a link or a file, is ignored (the build
 //! runs in full) and never written through.
 
-use crate::compiler::memo::Memo;
+use crate::compiler::memo::{Memo, MemoFile};
 use crate::emit::{manifest_hash, Emitter, MANIFEST};
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -112,12 +112,11 @@ impl BuildCache {
         }
     }
 
-    fn read(&self, name: &str) -> Option<Vec<u8>> {
+    /// `name` in the cache folder, when it is a plain file in a usable folder.
+    fn file(&self, name: &str) -> Option<PathBuf> {
         let path = self.dir.join(name);
         let meta = fs::symlink_metadata(&path).ok()?;
-        (self.usable() && meta.file_type().is_file())
-            .then(|| fs::read(&path).ok())
-            .flatten()
+        (self.usable() && meta.file_type().is_file()).then_some(path)
     }
 
     /// The memo of earlier builds by this binary (empty when there is none), spilling what this
@@ -127,7 +126,10 @@ impl BuildCache {
         let cache = BuildCache {
             dir: self.dir.clone(),
         };
-        Memo::read_in_background(&binary_identity(), move || cache.read(MEMO_FILE)).spilling()
+        Memo::read_in_background(&binary_identity(), move || {
+            MemoFile::open(&cache.file(MEMO_FILE)?)
+        })
+        .spilling()
     }
 
     /// The last build's record, when it reads and has this format.
@@ -144,7 +146,7 @@ impl BuildCache {
     }
 
     fn record_of(&self, fingerprint: Option<&str>) -> Option<BuildRecord> {
-        let bytes = self.read(RECORD_FILE)?;
+        let bytes = fs::read(self.file(RECORD_FILE)?).ok()?;
         let (head, record) = bytes.split_at(bytes.iter().position(|&b| b == b'\n')?);
         let head = serde_json::from_slice::<RecordHead>(head).ok()?;
         if head.format != RECORD_FORMAT || fingerprint.is_some_and(|f| f != head.fingerprint) {
