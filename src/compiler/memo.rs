@@ -8,11 +8,12 @@
 //! whose bytes changed (a torn write, a disk error, a hand edit) are dropped and recomputed, never
 //! used. A segment holds its entries' keys and lengths first, then their values back to back, so
 //! the values are read into one string per segment and served from it as they lie ([`Text`]):
-//! copying each of 140,000 values into its own allocation as the file was read was a tenth of a
-//! one-tool rebuild's page faults at 10,000 tools. The check is a digest, not a signature: it detects corruption, not a local user who
-//! rewrites both (that user could rewrite toolreg itself). One check per segment instead of one
-//! per entry lets blake3 hash many chunks at once (per entry it was a twentieth of a one-tool
-//! rebuild's CPU at 10,000 tools, reading and saving).
+//! copying each of 140,000 values into its own allocation as the file was read was 7% of a
+//! one-tool rebuild's page faults at 10,000 tools. The check is a digest, not a signature: it
+//! detects corruption, not a local user who rewrites both (that user could rewrite toolreg
+//! itself). One check per segment instead of one per entry lets blake3 hash many chunks at once
+//! (per entry it was a twentieth of a one-tool rebuild's CPU at 10,000 tools, reading and
+//! saving).
 //!
 //! A build that computed a few entries appends them as one segment ([`Memo::appendix`]) instead
 //! of saving the whole file again; once the entries no build used outweigh the ones this build
@@ -190,7 +191,7 @@ impl std::hash::Hasher for DigestHasher {
 /// The key of an entry of `step` whose input `h` hashed: a tag of the step's name, then the
 /// digest. Saved sorted by key, a step's entries lie in segments of their own, and a segment is
 /// freed once its values are served and let go: with the steps mixed, nearly every segment
-/// waited for the last emitter, and a one-tool rebuild at 10,000 tools peaked 35 MB higher.
+/// waited for the last emitter, and a one-tool rebuild at 10,000 tools peaked 33 MiB higher.
 fn keyed(step: &str, h: &blake3::Hasher) -> Key {
     // FNV-1a: the tag only groups, the digest (224 bits of it) is what tells entries apart.
     let tag = step.bytes().fold(0x811c_9dc5_u32, |t, b| {
