@@ -30,7 +30,7 @@
 //!
 //! Why it is one file: an entry's life (read and checked by segment, served, computed, spilled,
 //! appended or written afresh) is one protocol whose invariants (only checked bytes are served,
-//! a saved file holds exactly what the build used) read top to bottom. About 410 of its lines
+//! a saved file holds exactly what the build used) read top to bottom. About 440 of its lines
 //! are tests.
 
 use crate::compiler::spill::{SpillFile, Spilled};
@@ -46,7 +46,7 @@ const MAGIC: &[u8] = b"toolreg-memo 3\n";
 /// (the entries' keys and lengths, then the values).
 const SEGMENT_HEAD: usize = 8 + 8 + 32;
 
-/// About how many bytes of entries one segment holds (one check each).
+/// About how many bytes of values one segment holds (one check each).
 const SEGMENT_BYTES: usize = 1 << 20;
 
 /// An entry's bytes on disk apart from its value: the key and the value's length.
@@ -149,7 +149,7 @@ const LET_GO_FROM: usize = 512;
 /// Entries by key. A key is mostly a blake3 digest, so its last eight bytes are as good a
 /// hash as any: SipHashing all 32 again, three lookups an entry, was a few percent of a
 /// one-tool rebuild.
-type KeyMap<V = Arc<str>> = HashMap<Key, V, std::hash::BuildHasherDefault<DigestHasher>>;
+type KeyMap<V> = HashMap<Key, V, std::hash::BuildHasherDefault<DigestHasher>>;
 
 /// An entry this build used: held, in the spill file, or served from the memo's file and not
 /// held (`Served`, its length; see [`LET_GO_FROM`]).
@@ -911,6 +911,29 @@ mod tests {
             *afresh.get_or_compute("page", &[2], || unreachable!()),
             big(2)
         );
+    }
+
+    /// Saved sorted by key, each step's entries lie together, whatever order they were made
+    /// in: a segment holds one step's values (but where two steps meet).
+    #[test]
+    fn a_steps_entries_lie_together() {
+        let m = Memo::new("salt");
+        for n in 0..50u8 {
+            for step in ["help page", "rust types", "tokens"] {
+                m.get_or_compute(step, &[n], || format!("{step} {n}"));
+            }
+        }
+        let mut keys: Vec<Key> = m.used.lock().unwrap().keys().copied().collect();
+        keys.sort();
+        let steps: Vec<String> = keys
+            .iter()
+            .map(|k| {
+                let value = m.value(&m.used.lock().unwrap()[k]).unwrap();
+                value.split(' ').next().unwrap().to_string()
+            })
+            .collect();
+        let runs = 1 + steps.windows(2).filter(|w| w[0] != w[1]).count();
+        assert_eq!(runs, 3, "one run of keys per step: {steps:?}");
     }
 
     /// A segment whose values are not UTF-8 (its check recomputed, as if written so) is dropped
