@@ -30,7 +30,7 @@
 //!
 //! Why it is one file: an entry's life (read and checked by segment, served, computed, spilled,
 //! appended or written afresh) is one protocol whose invariants (only checked bytes are served,
-//! a saved file holds exactly what the build used) read top to bottom. About 440 of its lines
+//! a saved file holds exactly what the build used) read top to bottom. About 450 of its lines
 //! are tests.
 
 use crate::compiler::spill::{SpillFile, Spilled};
@@ -680,21 +680,29 @@ fn read_segment(reader: &mut dyn std::io::Read, left: &mut u64) -> Segment {
     let Ok(values) = String::from_utf8(values) else {
         return Segment::Dropped(count);
     };
+    // The values' lengths must add up to the values read, or which value is whose cannot be
+    // told: the segment is dropped (written so, since its check matched).
+    let total = index.chunks_exact(ENTRY_HEAD).try_fold(0u64, |sum, entry| {
+        sum.checked_add(u64::from_le_bytes(entry[32..].try_into().expect("8 bytes")))
+    });
+    if total != Some(values_len) {
+        return Segment::Dropped(count);
+    }
     let values = Arc::new(values);
     let mut start = 0usize;
     let entries = index
         .chunks_exact(ENTRY_HEAD)
         .map(|entry| {
             let (key, len) = entry.split_at(32);
-            let len = usize::try_from(u64::from_le_bytes(len.try_into().ok()?)).ok()?;
-            let end = start.checked_add(len).filter(|&end| end <= values.len())?;
-            let span = (start, end);
+            // Within the values: the lengths add up to theirs.
+            let end = start + u64::from_le_bytes(len.try_into().expect("8 bytes")) as usize;
+            let (from, to) = (start, end);
             start = end;
-            (values.is_char_boundary(span.0) && values.is_char_boundary(span.1)).then(|| {
+            (values.is_char_boundary(from) && values.is_char_boundary(to)).then(|| {
                 let text = TextRepr::InSegment {
                     values: values.clone(),
-                    start: span.0,
-                    end: span.1,
+                    start: from,
+                    end: to,
                 };
                 (key.try_into().expect("32 bytes"), Text(text))
             })
@@ -936,9 +944,9 @@ mod tests {
         assert_eq!(runs, 3, "one run of keys per step: {steps:?}");
     }
 
-    /// A segment whose values are not UTF-8 (its check recomputed, as if written so) is dropped
-    /// and the others kept; a head claiming more than the file holds is a torn tail, and
-    /// nothing of its claimed size is allocated.
+    /// A segment whose values are not UTF-8, or whose lengths do not add up to its values (its
+    /// check recomputed, as if written so), is dropped and the others kept; a head claiming
+    /// more than the file holds is a torn tail, and nothing of its claimed size is allocated.
     #[test]
     fn a_segment_that_does_not_read_is_dropped() {
         let whole = one_per_segment(&filled());
@@ -957,6 +965,17 @@ mod tests {
         assert_eq!(read.stats().rejected, 1);
         assert_eq!(read.stored().entries.len(), 1);
         assert!(read.appendix().is_none());
+        // Lengths that do not add up to the values (the check redone): the whole segment is
+        // dropped, never a value served as another's.
+        let mut bytes = filled().to_bytes();
+        let len_at = first + SEGMENT_HEAD + 32;
+        let len = u64::from_le_bytes(bytes[len_at..len_at + 8].try_into().unwrap());
+        bytes[len_at..len_at + 8].copy_from_slice(&(len + 1).to_le_bytes());
+        let check = *blake3::hash(&bytes[first + SEGMENT_HEAD..]).as_bytes();
+        bytes[first + 16..first + SEGMENT_HEAD].copy_from_slice(&check);
+        let read = Memo::read("salt", &bytes);
+        assert_eq!(read.stats().rejected, 2);
+        assert!(read.stored().entries.is_empty());
         // A head claiming u64::MAX entries, or values beyond the file's end: torn.
         for (at, claim) in [(first, u64::MAX), (first + 8, 1 << 40)] {
             let mut bytes = whole.clone();
