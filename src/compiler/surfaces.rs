@@ -43,7 +43,13 @@ pub fn tools_json(defs: &[ToolDef<'_>]) -> Value {
 /// [`tools_json`] as compact text, written straight from the definitions: at 10,000 ops the
 /// array as a `Value` was another copy of every schema.
 pub fn tools_text(defs: &[ToolDef<'_>]) -> String {
-    serde_json::to_string(&ChatTools(defs)).unwrap_or_default()
+    // Sized up front (a tool's compact form is about 1 KB on the fleet catalogs): grown by
+    // doubling, the text was copied and faulted in twice over. Room not used is never touched.
+    let mut bytes = Vec::with_capacity(1024 + defs.len() * 2048);
+    match serde_json::to_writer(&mut bytes, &ChatTools(defs)) {
+        Ok(()) => String::from_utf8(bytes).unwrap_or_default(),
+        Err(_) => String::new(),
+    }
 }
 
 /// The tools array of [`tools_json`], serializable without building it: each tool's keys in

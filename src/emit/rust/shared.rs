@@ -620,8 +620,11 @@ fn type_many(
 /// `text` with every occurrence of either pattern replaced, in one pass (the patterns never
 /// start at the same place: one starts upper-case, the other lower-case).
 fn swap_both(text: &str, pairs: [(&str, &str); 2]) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut done = 0;
+    // Where each replacement goes, found first: the result is then allocated at its exact size
+    // (a buffer sized to the input grew, copying and faulting in fresh pages, whenever the
+    // replacements were longer than what they replace).
+    let mut found: Vec<(usize, usize)> = Vec::new();
+    let mut done;
     // The next occurrence of each pattern at or after `done` (memchr's searchers: `str::find`
     // built a searcher at every call, and this swap runs over every op's types several times).
     let finders = pairs.map(|(from, _)| memchr::memmem::Finder::new(from.as_bytes()));
@@ -639,14 +642,23 @@ fn swap_both(text: &str, pairs: [(&str, &str); 2]) -> String {
             [None, None] => break,
         };
         let at = next[k].expect("chosen because it is found");
-        out.push_str(&text[done..at]);
-        out.push_str(pairs[k].1);
+        found.push((at, k));
         done = at + pairs[k].0.len();
         for (j, slot) in next.iter_mut().enumerate() {
             if slot.is_some_and(|p| p < done) {
                 *slot = find(j, done);
             }
         }
+    }
+    let removed: usize = found.iter().map(|&(_, k)| pairs[k].0.len()).sum();
+    let added: usize = found.iter().map(|&(_, k)| pairs[k].1.len()).sum();
+    let len = text.len() - removed + added;
+    let mut out = String::with_capacity(len);
+    let mut done = 0;
+    for (at, k) in found {
+        out.push_str(&text[done..at]);
+        out.push_str(pairs[k].1);
+        done = at + pairs[k].0.len();
     }
     out.push_str(&text[done..]);
     out
