@@ -85,6 +85,17 @@ fn a_misspelled_or_abbreviated_word_finds_the_catalog_word() {
     assert_eq!(top("get rid of entities"), "delete_entities");
 }
 
+/// The tool names of the first `n` results.
+fn search_tools(gw: &Gateway, q: &str, n: usize) -> Vec<String> {
+    let mut req = toolreg::runtime::search::SearchRequest::query(q);
+    req.limit = Some(n);
+    gw.search(&req)
+        .results
+        .into_iter()
+        .map(|h| h.tool_name)
+        .collect()
+}
+
 fn search_top(gw: &Gateway, q: &str, n: usize) -> Vec<String> {
     let mut req = toolreg::runtime::search::SearchRequest::query(q);
     req.limit = Some(n);
@@ -207,19 +218,24 @@ fn everyday_topic_words_reach_the_tool_of_the_topic() {
         ),
         ("discount", "a voucher for running shoes", &["Discount"], 1),
     ] {
-        let mut req = toolreg::runtime::search::SearchRequest::query(query);
-        req.limit = Some(within);
-        let found: Vec<String> = gw
-            .search(&req)
-            .results
-            .into_iter()
-            .map(|h| h.tool_name)
-            .collect();
+        let found = search_tools(&gw, query, within);
         assert!(
             found.iter().any(|t| tools.contains(&t.as_str())),
             "{family}: {query:?} -> {found:?}, expected one of {tools:?} in the top {within}"
         );
     }
+}
+
+/// Issue 37, item 2: an everyday English word (src/runtime/common_words.txt) is weaker evidence
+/// than a word only this request would use. MetaTool names a tool `news`, so "new" (stemmed to
+/// the same word) pulled a request for a *new* flashcard to it: before this weighting the
+/// request below ranked `ph_ai_news_query` and `NewsTool` above `MemoryTool`. Written here, in
+/// none of the eval sets.
+#[test]
+fn everyday_words_weigh_less_than_what_the_request_is_about() {
+    let gw = gateway_for("tests/eval/metatool/definitions");
+    let query = "make me a new flashcard for the Spanish verbs";
+    assert_eq!(search_tools(&gw, query, 1), ["MemoryTool"], "{query:?}");
 }
 
 /// Issue 37, item 2: words that only frame a request ("give me", "tell me", "help me": the
@@ -517,7 +533,7 @@ fn learned_requests_find_what_people_mean() {
     assert!(calibrated.status.success(), "{said}");
     assert!(
         said.contains("set [search] match_lexical = { none_below = ")
-            && said.contains("cross-fitted, in scope `none` 5.0%")
+            && said.contains("cross-fitted, in scope `none` 4.5%")
             && !said.contains("warning"),
         "{said}"
     );
@@ -537,8 +553,9 @@ fn learned_requests_find_what_people_mean() {
         "held out, learned and calibrated",
     );
     let none_in = report.metric("answered_none");
-    // Measured: in scope `none` 4.2%, out of scope `strong` 1.7% and `none` 27.1% (floors
-    // from `eval --calibrate` on half the dev split, learned from the other half: 18.8%).
+    // Measured: in scope `none` 4.7%, out of scope `strong` 2.1% and `none` 29.2%, floors aimed
+    // at 4.5% of the requests `none` (aimed at 5%: 5.3%; floors from `eval --calibrate` on half
+    // the dev split, learned from the other half: 18.8%).
     assert!(none_in <= 0.05, "in-scope none {none_in} ({floors:?})");
     assert!(
         strong_out <= 0.05 && none_out >= 0.25,

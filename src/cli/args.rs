@@ -227,8 +227,8 @@ pub(crate) enum Command {
         #[arg(long, value_name = "FILE")]
         out_of_scope: Option<PathBuf>,
         /// Choose `match` floors on these queries (--queries in scope, --out-of-scope not): at
-        /// most 5% of in-scope queries `none`, at most 2% of out-of-scope ones `strong`; prints
-        /// the `[search]` lines to put in toolreg.toml
+        /// most 4.5% of in-scope queries `none` (a margin under 5% for queries not seen), at most
+        /// 2% of out-of-scope ones `strong`; prints the `[search]` lines to put in toolreg.toml
         #[arg(long, requires = "out_of_scope")]
         calibrate: bool,
         #[command(flatten)]
@@ -277,7 +277,7 @@ pub(crate) enum Command {
         queries: PathBuf,
         /// Requests no op serves, as JSON lines {"query": "..."}: with them, learn also sets
         /// `[search] match_lexical` (and with --hybrid or --model, `match_hybrid`), the `match`
-        /// floors, chosen on the requests cross-fitted over --folds folds (at most 5% of them
+        /// floors, chosen on the requests cross-fitted over --folds folds (at most 4.5% of them
         /// answered `none`, at most 2% of these `strong`)
         #[arg(long, value_name = "FILE")]
         out_of_scope: Option<PathBuf>,

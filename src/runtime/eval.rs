@@ -269,14 +269,17 @@ pub fn out_of_scope(gw: &Gateway, jsonl: &str) -> Result<Value, String> {
     }))
 }
 
-/// The share of in-scope queries `--calibrate` lets be answered `none`.
-pub const CALIBRATE_IN_SCOPE_NONE: f64 = 0.05;
+/// The share of in-scope queries `--calibrate` lets be answered `none`: half a point under the
+/// 5% a team can live with, since a floor fit to exactly 5% of the queries it was chosen on
+/// answers about as many unseen ones `none` more often than not (MetaTool held out, floors
+/// learned on its dev split: 5.0% and 5.3% at a 5% aim, 4.7% at 4.5%).
+pub const CALIBRATE_IN_SCOPE_NONE: f64 = 0.045;
 
 /// The share of out-of-scope queries `--calibrate` lets be answered `strong`.
 pub const CALIBRATE_OUT_OF_SCOPE_STRONG: f64 = 0.02;
 
 /// `match` floors chosen on a team's own queries (`eval --calibrate`): `none_below` the highest
-/// floor under which at most 5% of the in-scope queries fall, `strong_from` the lowest from which
+/// floor under which at most 4.5% of the in-scope queries fall, `strong_from` the lowest from which
 /// at most 2% of the out-of-scope ones are `strong` (and never below `none_below`). For the
 /// signal this gateway decides on: hybrid (cosine plus half the coverage) when a model is fused,
 /// else lexical (coverage). Returns the TOML to put under `[search]` and the shares it gives on
