@@ -45,8 +45,9 @@ pub(super) fn phrasing_digest() -> &'static str {
 /// The most frequent English words, most frequent first (src/runtime/common_words.txt).
 const COMMON_WORDS: &str = include_str!("../common_words.txt");
 
-/// How far the commonest English word's weight is cut ("time", "now", "good": 0.6 of a word's
-/// weight), falling off with the logarithm of its rank to nothing at the list's last word.
+/// How far the commonest English word's weight is cut (to 0.6 of a word's weight), falling off
+/// with the logarithm of its rank to nothing at the list's last word: "new" weighs 0.74, "time"
+/// 0.77, "now" 0.79, "weather" 0.89, "anniversary" 0.96, a word off the list 1.
 /// Chosen on MetaTool's dev split (recall@1 .442 -> .463, @5 .692 -> .702; 0.3 to 0.8 and
 /// lists of 1,000 to 30,000 words all gained 1.5 to 2 points of recall@1 there).
 const COMMONNESS_CUT: f64 = 0.4;
