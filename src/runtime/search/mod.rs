@@ -1277,8 +1277,8 @@ impl SearchIndex {
     }
 
     /// How much of what the query asks op `d` covers, 0..1: each query word weighs its inverse
-    /// document frequency (a word no op uses weighs the most: it is what the catalog lacks)
-    /// and counts as covered by the op at the weight of the best term it holds (the word
+    /// document frequency (a word no op uses weighs the most: it is what the catalog lacks),
+    /// times its [`commonness`] (an everyday English word weighs less), and counts as covered by the op at the weight of the best term it holds (the word
     /// itself 1, a synonym 0.7, a correction 0.8). Scale-free across catalogs and query
     /// lengths, so one floor decides `match` everywhere.
     fn coverage(&self, groups: &Groups, d: u32) -> f64 {
