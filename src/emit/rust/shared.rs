@@ -624,9 +624,10 @@ fn swap_both(text: &str, pairs: [(&str, &str); 2]) -> String {
     // (a buffer sized to the input grew, copying and faulting in fresh pages, whenever the
     // replacements were longer than what they replace).
     let mut found: Vec<(usize, usize)> = Vec::new();
-    let mut done;
-    // The next occurrence of each pattern at or after `done` (memchr's searchers: `str::find`
-    // built a searcher at every call, and this swap runs over every op's types several times).
+    let mut len = text.len();
+    // The next occurrence of each pattern at or after the last replaced span (memchr's
+    // searchers: `str::find` built a searcher at every call, and this swap runs over every op's
+    // types several times).
     let finders = pairs.map(|(from, _)| memchr::memmem::Finder::new(from.as_bytes()));
     let find = |k: usize, from: usize| {
         finders[k]
@@ -643,16 +644,15 @@ fn swap_both(text: &str, pairs: [(&str, &str); 2]) -> String {
         };
         let at = next[k].expect("chosen because it is found");
         found.push((at, k));
-        done = at + pairs[k].0.len();
+        // Never below zero: the replaced span lies inside the text.
+        len = len - pairs[k].0.len() + pairs[k].1.len();
+        let end = at + pairs[k].0.len();
         for (j, slot) in next.iter_mut().enumerate() {
-            if slot.is_some_and(|p| p < done) {
-                *slot = find(j, done);
+            if slot.is_some_and(|p| p < end) {
+                *slot = find(j, end);
             }
         }
     }
-    let removed: usize = found.iter().map(|&(_, k)| pairs[k].0.len()).sum();
-    let added: usize = found.iter().map(|&(_, k)| pairs[k].1.len()).sum();
-    let len = text.len() - removed + added;
     let mut out = String::with_capacity(len);
     let mut done = 0;
     for (at, k) in found {
