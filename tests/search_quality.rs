@@ -39,10 +39,10 @@ fn metatool_dev_and_held_out_with_and_without_typos() {
     let gw = gateway_for("tests/eval/metatool/definitions");
     // Figures measured with this scorer (README: search quality); floors just below them.
     for (set, r1, r5) in [
-        ("tests/eval/metatool/dev.jsonl", 0.43, 0.68),
-        ("tests/eval/metatool/heldout.jsonl", 0.42, 0.65),
-        ("tests/eval/metatool/dev-typos.jsonl", 0.41, 0.66),
-        ("tests/eval/metatool/heldout-typos.jsonl", 0.41, 0.64),
+        ("tests/eval/metatool/dev.jsonl", 0.45, 0.69),
+        ("tests/eval/metatool/heldout.jsonl", 0.43, 0.66),
+        ("tests/eval/metatool/dev-typos.jsonl", 0.43, 0.68),
+        ("tests/eval/metatool/heldout-typos.jsonl", 0.42, 0.65),
     ] {
         let report = run(&gw, set);
         at_least(&report, "recall@1", r1, set);
@@ -236,6 +236,41 @@ fn everyday_words_weigh_less_than_what_the_request_is_about() {
     let gw = gateway_for("tests/eval/metatool/definitions");
     let query = "make me a new flashcard for the Spanish verbs";
     assert_eq!(search_tools(&gw, query, 1), ["MemoryTool"], "{query:?}");
+}
+
+/// Issue 37, item 2: an op that covers every word of a request ranks above one that matches
+/// fewer of them more often. BM25 sums what each word adds, so `get_invoice`, which says
+/// "invoice" five times, ranked first for an overdue invoice reminder before the best ops were
+/// rescored by their coverage of the request.
+#[test]
+fn the_op_covering_the_whole_request_ranks_above_one_repeating_a_word() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tool = |name: &str, description: &str| {
+        serde_json::json!({"type": "function", "function": {"name": name, "description": description,
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}})
+    };
+    let tools = serde_json::json!([
+        tool(
+            "get_invoice",
+            "Get an invoice. Invoice totals, invoice lines and invoice taxes of one invoice."
+        ),
+        tool(
+            "send_reminder",
+            "Send a payment reminder for an overdue invoice to the customer."
+        ),
+        tool("list_customers", "List customers."),
+    ]);
+    std::fs::write(tmp.path().join("tools.json"), tools.to_string()).unwrap();
+    let gw = gateway_for(tmp.path().to_str().unwrap());
+    assert_eq!(
+        search_tools(&gw, "overdue invoice reminder", 2),
+        ["send_reminder", "get_invoice"]
+    );
+    // A request about the invoice itself still finds it first.
+    assert_eq!(
+        search_tools(&gw, "invoice totals and taxes", 1),
+        ["get_invoice"]
+    );
 }
 
 /// Issue 37, item 2: words that only frame a request ("give me", "tell me", "help me": the
