@@ -24,6 +24,24 @@ fn gateway_for(definitions: &str) -> Gateway {
     Gateway::new(reg, help).unwrap()
 }
 
+/// A gateway over a catalog written here: each tool a name and a description, no arguments.
+fn gateway_of(tools: &[(&str, &str)]) -> Gateway {
+    let tmp = tempfile::tempdir().unwrap();
+    let tools: Vec<serde_json::Value> = tools
+        .iter()
+        .map(|(name, description)| {
+            serde_json::json!({"type": "function", "function": {"name": name, "description": description,
+                "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}})
+        })
+        .collect();
+    std::fs::write(
+        tmp.path().join("tools.json"),
+        serde_json::Value::from(tools).to_string(),
+    )
+    .unwrap();
+    gateway_for(tmp.path().to_str().unwrap())
+}
+
 fn run(gw: &Gateway, queries: &str) -> Report {
     let text = std::fs::read_to_string(common::repo().join(queries)).unwrap();
     eval::run(gw, &text, &[1, 5, 10]).unwrap()
@@ -244,24 +262,17 @@ fn everyday_words_weigh_less_than_what_the_request_is_about() {
 /// rescored by their coverage of the request.
 #[test]
 fn the_op_covering_the_whole_request_ranks_above_one_repeating_a_word() {
-    let tmp = tempfile::tempdir().unwrap();
-    let tool = |name: &str, description: &str| {
-        serde_json::json!({"type": "function", "function": {"name": name, "description": description,
-            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}})
-    };
-    let tools = serde_json::json!([
-        tool(
+    let gw = gateway_of(&[
+        (
             "get_invoice",
-            "Get an invoice. Invoice totals, invoice lines and invoice taxes of one invoice."
+            "Get an invoice. Invoice totals, invoice lines and invoice taxes of one invoice.",
         ),
-        tool(
+        (
             "send_reminder",
-            "Send a payment reminder for an overdue invoice to the customer."
+            "Send a payment reminder for an overdue invoice to the customer.",
         ),
-        tool("list_customers", "List customers."),
+        ("list_customers", "List customers."),
     ]);
-    std::fs::write(tmp.path().join("tools.json"), tools.to_string()).unwrap();
-    let gw = gateway_for(tmp.path().to_str().unwrap());
     assert_eq!(
         search_tools(&gw, "overdue invoice reminder", 2),
         ["send_reminder", "get_invoice"]
@@ -278,22 +289,15 @@ fn the_op_covering_the_whole_request_ranks_above_one_repeating_a_word() {
 /// they are still what is asked.
 #[test]
 fn request_framing_is_not_what_is_asked() {
-    let tmp = tempfile::tempdir().unwrap();
-    let tool = |name: &str, description: &str| {
-        serde_json::json!({"type": "function", "function": {"name": name, "description": description,
-            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}})
-    };
-    let tools = serde_json::json!([
-        tool(
+    let gw = gateway_of(&[
+        (
             "give_feedback",
-            "Give feedback on this assistant to its developers."
+            "Give feedback on this assistant to its developers.",
         ),
-        tool("tell_joke", "Tell a joke."),
-        tool("get_weather", "Current weather and forecast for a city."),
-        tool("get_stock_price", "Current price of a stock ticker."),
+        ("tell_joke", "Tell a joke."),
+        ("get_weather", "Current weather and forecast for a city."),
+        ("get_stock_price", "Current price of a stock ticker."),
     ]);
-    std::fs::write(tmp.path().join("tools.json"), tools.to_string()).unwrap();
-    let gw = gateway_for(tmp.path().to_str().unwrap());
     let top = |q: &str| {
         let res = gw.search(&toolreg::runtime::search::SearchRequest::query(q));
         res.results
@@ -320,21 +324,14 @@ fn request_framing_is_not_what_is_asked() {
 /// (written without spaces: two-character words), and accented Latin with or without accents.
 #[test]
 fn every_script_tokenizes_and_matches() {
-    let tmp = tempfile::tempdir().unwrap();
-    let tool = |name: &str, description: &str| {
-        serde_json::json!({"type": "function", "function": {"name": name, "description": description,
-            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}})
-    };
-    let tools = serde_json::json!([
-        tool("list_invoices", "Показать все счета клиента за месяц."),
-        tool("create_meeting", "创建新的会议并邀请参与者。"),
-        tool("search_recipes", "レシピをキーワードで検索します。"),
-        tool("send_parcel", "택배를 보내고 배송 상태를 확인합니다."),
-        tool("book_cafe", "Réserver une table au café près de l'hôtel."),
-        tool("get_weather", "Returns the weather forecast for a city."),
+    let gw = gateway_of(&[
+        ("list_invoices", "Показать все счета клиента за месяц."),
+        ("create_meeting", "创建新的会议并邀请参与者。"),
+        ("search_recipes", "レシピをキーワードで検索します。"),
+        ("send_parcel", "택배를 보내고 배송 상태를 확인합니다."),
+        ("book_cafe", "Réserver une table au café près de l'hôtel."),
+        ("get_weather", "Returns the weather forecast for a city."),
     ]);
-    std::fs::write(tmp.path().join("tools.json"), tools.to_string()).unwrap();
-    let gw = gateway_for(tmp.path().to_str().unwrap());
     for (query, tool) in [
         ("показать счета", "list_invoices"),
         ("会议", "create_meeting"),
