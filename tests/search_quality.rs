@@ -103,21 +103,22 @@ fn a_misspelled_or_abbreviated_word_finds_the_catalog_word() {
     assert_eq!(top("get rid of entities"), "delete_entities");
 }
 
-/// The tool names of the first `n` results.
-fn search_tools(gw: &Gateway, q: &str, n: usize) -> Vec<String> {
+/// The first `n` results.
+fn search_hits(gw: &Gateway, q: &str, n: usize) -> Vec<toolreg::runtime::search::Hit> {
     let mut req = toolreg::runtime::search::SearchRequest::query(q);
     req.limit = Some(n);
-    gw.search(&req)
-        .results
-        .into_iter()
-        .map(|h| h.tool_name)
-        .collect()
+    gw.search(&req).results
 }
 
+/// The tool names of the first `n` results.
+fn search_tools(gw: &Gateway, q: &str, n: usize) -> Vec<String> {
+    let hits = search_hits(gw, q, n);
+    hits.into_iter().map(|h| h.tool_name).collect()
+}
+
+/// The ops of the first `n` results.
 fn search_top(gw: &Gateway, q: &str, n: usize) -> Vec<String> {
-    let mut req = toolreg::runtime::search::SearchRequest::query(q);
-    req.limit = Some(n);
-    gw.search(&req).results.into_iter().map(|h| h.op).collect()
+    search_hits(gw, q, n).into_iter().map(|h| h.op).collect()
 }
 
 /// Issue 37, item 2: everyday phrasing families (data in src/runtime/phrasing.json) reach the

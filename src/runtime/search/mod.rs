@@ -1297,23 +1297,40 @@ impl SearchIndex {
     /// 18.1% of out-of-scope ones `none` against 14.7%). Scale-free across catalogs and query
     /// lengths, so one floor decides `match` everywhere.
     fn coverage(&self, groups: &Groups, d: u32) -> f64 {
+        self.coverage_by(groups, &self.word_weights(groups), d)
+    }
+
+    /// What each query word weighs in a [`coverage`](Self::coverage): its inverse document
+    /// frequency (of its best derived term for a word the catalog lacks, else the most a word
+    /// can weigh) times its [`commonness`]. The same for every op, so worked out once when many
+    /// ops' coverages are asked for.
+    fn word_weights(&self, groups: &Groups) -> Vec<f64> {
         let unknown = (1.0 + (self.ops.len() as f64 + 0.5) / 0.5).ln();
+        groups
+            .iter()
+            .map(|(word, derived)| {
+                let weight = self.idf.get(word).copied().unwrap_or_else(|| {
+                    derived
+                        .iter()
+                        .filter_map(|(t, _)| self.idf.get(t))
+                        .fold(None, |m: Option<f64>, x| Some(m.map_or(*x, |m| m.max(*x))))
+                        .unwrap_or(unknown)
+                });
+                // What a word weighs in the ranking, it weighs in what an op must cover.
+                weight * commonness(word)
+            })
+            .collect()
+    }
+
+    /// [`coverage`](Self::coverage) with the words' weights already worked out.
+    fn coverage_by(&self, groups: &Groups, weights: &[f64], d: u32) -> f64 {
         let (mut covered, mut total) = (0.0, 0.0);
-        for (word, derived) in groups {
-            let weight = self.idf.get(word).copied().unwrap_or_else(|| {
-                derived
-                    .iter()
-                    .filter_map(|(t, _)| self.idf.get(t))
-                    .fold(None, |m: Option<f64>, x| Some(m.map_or(*x, |m| m.max(*x))))
-                    .unwrap_or(unknown)
-            });
+        for ((_, derived), weight) in groups.iter().zip(weights) {
             let best = derived
                 .iter()
                 .filter(|(t, _)| self.holds(t, d))
                 .map(|(_, w)| *w)
                 .fold(0.0, f64::max);
-            // What a word weighs in the ranking, it weighs in what an op must cover.
-            let weight = weight * commonness(word);
             covered += weight * best;
             total += weight;
         }
@@ -1352,8 +1369,9 @@ impl SearchIndex {
             best.select_nth_unstable_by(COVERAGE_BOOST_TOP - 1, better);
             best.truncate(COVERAGE_BOOST_TOP);
         }
+        let weights = self.word_weights(groups);
         for d in best {
-            scores[d as usize] *= 1.0 + COVERAGE_BOOST * self.coverage(groups, d);
+            scores[d as usize] *= 1.0 + COVERAGE_BOOST * self.coverage_by(groups, &weights, d);
         }
     }
 
