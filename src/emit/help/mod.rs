@@ -224,11 +224,14 @@ type PageList<T> = Vec<(T, T)>;
 
 /// Given an op, the search op its notes name and how to make its pages, its pages (made, or
 /// taken from elsewhere).
-type OpPages<'a, T> = dyn Fn(&OpRecord, Option<&str>, &dyn Fn() -> PageList<T>) -> PageList<T> + 'a;
+/// Shared by the cores the ops' pages are made on.
+type OpPages<'a, T> =
+    dyn Fn(&OpRecord, Option<&str>, &dyn Fn() -> PageList<T>) -> PageList<T> + Sync + 'a;
 
 /// Given an entity page (the entity's path, the entity, its group, and the kind of ops it lists,
 /// if one), its short and full page when they can be made without paging.
-type EntityPages<'a, T> = dyn Fn(&str, &str, &GroupNode, Option<Kind>) -> Option<(T, T)> + 'a;
+type EntityPages<'a, T> =
+    dyn Fn(&str, &str, &GroupNode, Option<Kind>) -> Option<(T, T)> + Sync + 'a;
 
 /// The memo step of one op's help pages (as text, joined by `join_pages`).
 const OP_PAGES_STEP: &str = "help op pages 1";
@@ -266,10 +269,10 @@ fn split_pages(text: &str) -> Option<PageList<Box<str>>> {
 /// gets each op with the search op its notes name and the op's pages to make; it may answer
 /// them from elsewhere (the build's memo). `entity_pages` may make an entity's pages another
 /// way (straight to text); `None` makes them here.
-fn pages_as<T>(
+fn pages_as<T: Send>(
     reg: &Registry,
     keep: &dyn Fn(&str) -> bool,
-    make: &dyn Fn(Value) -> T,
+    make: &(dyn Fn(Value) -> T + Sync),
     op_pages: &OpPages<T>,
     entity_pages: &EntityPages<T>,
 ) -> BTreeMap<String, (T, T)> {
@@ -326,13 +329,26 @@ fn pages_as<T>(
             pages.insert(key, pair);
         }
     };
+    // The directory pages (root, groups, entities), each measured against the page budget, are
+    // made on every core too, and put in in this order.
+    enum Directory<'r> {
+        Root,
+        Group(&'r str, &'r GroupNode),
+        Entity {
+            path: String,
+            kpath: String,
+            entity: &'r str,
+            node: &'r GroupNode,
+            kind: Option<Kind>,
+        },
+    }
+    let mut directories = Vec::new();
     if keep(ROOT) {
-        insert(ROOT, page_list(ROOT, &|full| root(reg, full), &["groups"]));
+        directories.push(Directory::Root);
     }
     for (g, node) in &reg.tree {
         if keep(g) {
-            let lists = ["entities", "ops", "all_ops"];
-            insert(g, page_list(g, &|full| group(reg, g, node, full), &lists));
+            directories.push(Directory::Group(g, node));
         }
         for e in node.entities.keys() {
             let path = format!("{g}.{e}");
@@ -341,29 +357,65 @@ fn pages_as<T>(
                     Some(k) => format!("{path}.{}", k.as_str()),
                     None => path.clone(),
                 };
-                if !keep(&kpath) {
-                    continue;
-                }
-                match entity_pages(&path, e, node, kind) {
-                    Some(pair) => insert(&kpath, vec![pair]),
-                    None => {
-                        let f = |full| entity(reg, &path, e, node, kind, full);
-                        insert(&kpath, page_list(&kpath, &f, &["ops"]))
-                    }
+                if keep(&kpath) {
+                    directories.push(Directory::Entity {
+                        path: path.clone(),
+                        kpath,
+                        entity: e,
+                        node,
+                        kind,
+                    });
                 }
             }
         }
     }
-    // Ops last: an op page replaces a directory page of the same path.
+    let made = crate::compiler::parallel::map_in_order(&directories, |d| match d {
+        Directory::Root => page_list(ROOT, &|full| root(reg, full), &["groups"]),
+        Directory::Group(g, node) => {
+            let lists = ["entities", "ops", "all_ops"];
+            page_list(g, &|full| group(reg, g, node, full), &lists)
+        }
+        Directory::Entity {
+            path,
+            kpath,
+            entity: e,
+            node,
+            kind,
+        } => match entity_pages(path, e, node, *kind) {
+            Some(pair) => vec![pair],
+            None => {
+                let f = |full| entity(reg, path, e, node, *kind, full);
+                page_list(kpath, &f, &["ops"])
+            }
+        },
+    });
+    for (d, list) in directories.iter().zip(made) {
+        let path = match d {
+            Directory::Root => ROOT,
+            Directory::Group(g, _) => g,
+            Directory::Entity { kpath, .. } => kpath,
+        };
+        insert(path, list);
+    }
+    // Ops last: an op page replaces a directory page of the same path. Made on every core (a
+    // rebuild takes most from the memo, and the emitters waiting for these pages would
+    // otherwise leave a core idle), put in one by one in the registry's order.
     let searches = SearchOps::of(reg);
-    for r in reg.ops.values().filter(|r| !r.hidden && keep(&r.op)) {
-        let list = op_pages(r, searches.get(r), &|| {
+    let ops: Vec<&OpRecord> = reg
+        .ops
+        .values()
+        .filter(|r| !r.hidden && keep(&r.op))
+        .collect();
+    let lists = crate::compiler::parallel::map_in_order(&ops, |r| {
+        op_pages(r, searches.get(r), &|| {
             page_list(
                 &r.op,
                 &|full| op_page(reg, &searches, r, full),
                 &["description_more", "args", "examples"],
             )
-        });
+        })
+    });
+    for (r, list) in ops.into_iter().zip(lists) {
         insert(&r.op, list);
     }
     pages
