@@ -285,6 +285,73 @@ fn the_op_covering_the_whole_request_ranks_above_one_repeating_a_word() {
     );
 }
 
+/// Issue 37: a request of several steps ("get the forecast, then post it to my team") shows an
+/// op for each step in its first five answers. Eight forecast ops share the first step's words
+/// and filled all five; the one op that posts came sixth. The first answer, and `match`, stay
+/// the whole request's.
+#[test]
+fn each_step_of_a_request_has_an_op_in_the_first_five() {
+    let gw = gateway_of(&[
+        (
+            "get_forecast",
+            "Get the weather forecast of a city for the next week.",
+        ),
+        ("get_current_weather", "Get the current weather of a city."),
+        (
+            "get_weather_alerts",
+            "Get weather alerts of a city for the next week.",
+        ),
+        (
+            "get_hourly_forecast",
+            "Get the hourly weather forecast of a city.",
+        ),
+        (
+            "get_air_quality",
+            "Get the air quality forecast of a city for the next week.",
+        ),
+        ("get_uv_index", "Get the UV index forecast of a city."),
+        (
+            "get_pollen_forecast",
+            "Get the pollen forecast of a city for the next week.",
+        ),
+        (
+            "get_sunrise",
+            "Get sunrise and sunset times of a city for the next week.",
+        ),
+        ("send_message", "Send a message to a team channel."),
+    ]);
+    let two_steps = "Get the weather forecast of Paris for the next week, then post it to my team";
+    let one_request = "Get the weather forecast of Paris for the next week, post it to my team";
+    let whole = search_tools(&gw, one_request, 10);
+    assert!(
+        whole.iter().position(|t| t == "send_message") >= Some(5),
+        "read as one request, the poster is past the first five: {whole:?}"
+    );
+    let steps = search_tools(&gw, two_steps, 5);
+    assert_eq!(steps.len(), 5);
+    assert!(steps.contains(&"send_message".to_string()), "{steps:?}");
+    assert_eq!(steps[0], whole[0]);
+    let answer = |q: &str| {
+        let mut req = toolreg::runtime::search::SearchRequest::query(q);
+        req.limit = Some(10);
+        gw.search(&req)
+    };
+    assert_eq!(answer(two_steps).match_, answer(one_request).match_);
+    // Pages of one ranking: the second page goes on where the first stopped.
+    let mut req = toolreg::runtime::search::SearchRequest::query(two_steps);
+    req.limit = Some(3);
+    let first = gw.search(&req);
+    req.cursor = first.next_cursor.clone();
+    let second = gw.search(&req);
+    let paged: Vec<String> = first
+        .results
+        .iter()
+        .chain(&second.results)
+        .map(|h| h.tool_name.clone())
+        .collect();
+    assert_eq!(paged, search_tools(&gw, two_steps, 6));
+}
+
 /// Issue 37, item 2: words that only frame a request ("give me", "tell me", "help me": the
 /// `framing` family of src/runtime/phrasing.json) do not match an op named by that verb; alone,
 /// they are still what is asked.

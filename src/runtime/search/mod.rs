@@ -1479,7 +1479,101 @@ impl SearchIndex {
     /// Op indices with a positive score, best first; an exact op or tool name first of all.
     /// `keep`: how many of the best the caller reads (the rest are counted, not ordered), `None`
     /// for all.
+    /// The ranking of a query; when it asks for several things in turn (`clauses`), the op
+    /// each clause alone ranks first comes right after the whole request's first, so a model
+    /// sees a tool for every step ("... and save it to report.md": the file writer too). The
+    /// first answer, and `match`, stay the whole request's.
     fn rank_ids(
+        &self,
+        reg: &Registry,
+        query: &str,
+        allowed: &dyn Fn(&OpRecord) -> bool,
+        semantic: Option<(&[f32], f64)>,
+        keep: Option<usize>,
+    ) -> Ranking {
+        let mut ranking = self.rank_request(reg, query, allowed, semantic, keep);
+        let q = crate::model::text::clip_chars(query.trim(), self.limits.max_query_chars);
+        let parts = words::clauses(q, &|w| self.is_verb(w));
+        if parts.len() < 2 || ranking.ids.is_empty() {
+            return ranking;
+        }
+        let first = ranking.ids[0].0;
+        let shown: Vec<u32> = ranking
+            .ids
+            .iter()
+            .take(Self::STEPS_WITHIN)
+            .map(|(d, _)| *d)
+            .collect();
+        let mut steps: Vec<(u32, f64)> = Vec::new();
+        for part in parts {
+            let Some(&(d, _)) = self
+                .rank_request(reg, part, allowed, None, Some(1))
+                .ids
+                .first()
+            else {
+                continue;
+            };
+            if d != first && !shown.contains(&d) && !steps.iter().any(|(s, _)| *s == d) {
+                // Shown with the score the whole request gives it (which may be lower than the
+                // ops it now precedes).
+                steps.push((d, self.score_in(&ranking, d)));
+            }
+        }
+        if steps.is_empty() {
+            return ranking;
+        }
+        steps.truncate(Self::STEPS_WITHIN - 1);
+        // The whole request's best ops keep the head of the first page; the steps it misses
+        // take its tail.
+        let head = Self::STEPS_WITHIN - steps.len();
+        let mut ids: Vec<(u32, f64)> = ranking.ids.iter().take(head).copied().collect();
+        ids.extend(steps.iter().copied());
+        ids.extend(
+            ranking
+                .ids
+                .iter()
+                .skip(head)
+                .filter(|(d, _)| !steps.iter().any(|(s, _)| s == d)),
+        );
+        if let Some(k) = keep {
+            ids.truncate(k);
+        }
+        ranking.ids = ids;
+        ranking
+    }
+
+    /// A request's steps are shown within its first five answers.
+    const STEPS_WITHIN: usize = 5;
+
+    /// What the whole request gives op `d` in `ranking`, when it holds it; else the lowest score
+    /// there (a step's op scored below every op kept).
+    fn score_in(&self, ranking: &Ranking, d: u32) -> f64 {
+        ranking
+            .ids
+            .iter()
+            .find(|(i, _)| *i == d)
+            .or(ranking.ids.last())
+            .map_or(0.0, |(_, s)| *s)
+    }
+
+    /// Whether a word of a request is a verb this catalog acts by: an op's action, or an
+    /// everyday word for one (`synonyms`).
+    fn is_verb(&self, word: &str) -> bool {
+        let action = |t: &str| {
+            self.structure
+                .get(t)
+                .is_some_and(|l| l.iter().any(|(_, bits)| bits & PART_ACTION != 0))
+        };
+        let s = stem(word);
+        action(&s)
+            || self
+                .synonyms
+                .get(&s)
+                .is_some_and(|m| m.iter().any(|t| action(t)))
+    }
+
+    /// [`Self::rank_ids`] of the request as one.
+    fn rank_request(
         &self,
         reg: &Registry,
         query: &str,

@@ -299,9 +299,112 @@ fn stem_owned(mut s: String) -> String {
     s
 }
 
+/// The clauses of a request that asks for several things in turn ("find the paper, then save
+/// it to notes.md"), each as a slice of `query`: cut before `then`, and before a sentence (`.`,
+/// `?`, `!` or `;` and a space), an `and` or a comma that a verb follows (`starts` says which
+/// words are verbs: the catalog's actions and the everyday words for them). One
+/// clause (the query itself) when nothing cuts it; at most [`MAX_CLAUSES`].
+pub(super) fn clauses<'q>(query: &'q str, starts: &dyn Fn(&str) -> bool) -> Vec<&'q str> {
+    // Each word's byte range (letters and digits; an apostrophe inside a word keeps it whole).
+    let mut words: Vec<(usize, usize)> = Vec::new();
+    let mut start = None;
+    for (i, c) in query.char_indices() {
+        let inside = c.is_alphanumeric() || (c == '\'' && start.is_some());
+        match (inside, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                words.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        words.push((s, query.len()));
+    }
+    let word = |k: usize| query[words[k].0..words[k].1].to_lowercase();
+    let mut cuts: Vec<usize> = vec![0];
+    for k in 1..words.len() {
+        let gap = &query[words[k - 1].1..words[k].0];
+        // A new sentence is a step when it starts with a verb ("Save it to ..."), not when it
+        // asks ("Can you help?").
+        let sentence_end = gap.contains(char::is_whitespace)
+            && gap.contains(['.', '?', '!', ';'])
+            && starts(&word(k));
+        let then = word(k) == "then" && word(k - 1) != "and";
+        let and_verb = word(k) == "and"
+            && words.get(k + 1).is_some()
+            && (word(k + 1) == "then" || starts(&word(k + 1)));
+        let comma_verb = gap.contains(',') && starts(&word(k));
+        if sentence_end || then || and_verb || comma_verb {
+            cuts.push(k);
+        }
+    }
+    cuts.push(words.len());
+    let clauses: Vec<&str> = cuts
+        .windows(2)
+        .filter(|w| w[1] > w[0])
+        .map(|w| &query[words[w[0]].0..words[w[1] - 1].1])
+        .collect();
+    if clauses.len() < 2 || clauses.len() > MAX_CLAUSES {
+        return vec![query];
+    }
+    clauses
+}
+
+/// More clauses than this is a list or a document pasted in, not steps of one request.
+pub(super) const MAX_CLAUSES: usize = 5;
+
 #[cfg(test)]
 mod tests {
-    use super::{tokenize, without_framing};
+    use super::{clauses, tokenize, without_framing};
+
+    /// A request of several steps is cut where a step starts (`then`; a sentence, `and` or a
+    /// comma before a verb), and nowhere else: not at a question, a path, a decimal, or an
+    /// `and` between two things.
+    #[test]
+    fn a_request_is_cut_into_its_steps() {
+        let verbs = ["get", "post", "save", "write", "find", "create", "list"];
+        let verb = |w: &str| verbs.contains(&w);
+        let cut = |q: &'static str| clauses(q, &verb);
+        assert_eq!(
+            cut("Get the forecast for Paris, then post it to my team"),
+            ["Get the forecast for Paris", "then post it to my team"]
+        );
+        assert_eq!(
+            cut("Find papers on agents and save them to /root/notes.md"),
+            ["Find papers on agents", "and save them to /root/notes.md"]
+        );
+        assert_eq!(
+            cut("Read report.pdf. Write a summary of 2.5 pages; list the authors"),
+            [
+                "Read report.pdf",
+                "Write a summary of 2.5 pages",
+                "list the authors"
+            ]
+        );
+        assert_eq!(
+            cut("First find the flights, then book one and then email me"),
+            [
+                "First find the flights",
+                "then book one",
+                "and then email me"
+            ]
+        );
+        // One step each.
+        for q in [
+            "I need ASCII art for my game. Can you provide some designs?",
+            "get the weather and air quality of Paris",
+            "save report.md to /root/docs/final.v2.md",
+            "",
+            "then",
+        ] {
+            assert_eq!(cut(q), [q], "{q}");
+        }
+        // A pasted list is not a plan of steps.
+        let many = "get a. get b. get c. get d. get e. get f.";
+        assert_eq!(cut(many), [many]);
+    }
 
     #[test]
     fn clitics_after_an_apostrophe_are_dropped() {
