@@ -1478,11 +1478,10 @@ impl SearchIndex {
 
     /// Op indices with a positive score, best first; an exact op or tool name first of all.
     /// `keep`: how many of the best the caller reads (the rest are counted, not ordered), `None`
-    /// for all.
-    /// The ranking of a query; when it asks for several things in turn (`clauses`), the op
-    /// each clause alone ranks first comes right after the whole request's first, so a model
-    /// sees a tool for every step ("... and save it to report.md": the file writer too). The
-    /// first answer, and `match`, stay the whole request's.
+    /// for all. When the query asks for several things in turn (`clauses`), the op each step
+    /// alone ranks first, if the whole request's first five lack it, takes the tail of those
+    /// five, so a model sees a tool for every step ("... then post it to my team": the poster
+    /// too). The first answer, and `match`, stay the whole request's.
     fn rank_ids(
         &self,
         reg: &Registry,
@@ -1572,7 +1571,7 @@ impl SearchIndex {
                 .is_some_and(|m| m.iter().any(|t| action(t)))
     }
 
-    /// [`Self::rank_ids`] of the request as one.
+    /// [`Self::rank_ids`] of the request read as one step.
     fn rank_request(
         &self,
         reg: &Registry,
