@@ -1493,7 +1493,8 @@ impl SearchIndex {
         let mut ranking = self.rank_request(reg, query, allowed, semantic, keep);
         let q = crate::model::text::clip_chars(query.trim(), self.limits.max_query_chars);
         let parts = words::clauses(q, &|w| self.is_verb(w));
-        if parts.len() < 2 || ranking.ids.is_empty() {
+        // A caller that reads only the first answer (`match`) never sees a step.
+        if parts.len() < 2 || ranking.ids.is_empty() || keep.is_some_and(|k| k < 2) {
             return ranking;
         }
         let first = ranking.ids[0].0;
@@ -1505,7 +1506,7 @@ impl SearchIndex {
             .collect();
         let mut steps: Vec<(u32, f64)> = Vec::new();
         for part in parts {
-            let Some(&(d, _)) = self
+            let Some(&(d, score)) = self
                 .rank_request(reg, part, allowed, None, Some(1))
                 .ids
                 .first()
@@ -1513,9 +1514,9 @@ impl SearchIndex {
                 continue;
             };
             if d != first && !shown.contains(&d) && !steps.iter().any(|(s, _)| *s == d) {
-                // Shown with the score the whole request gives it (which may be lower than the
-                // ops it now precedes).
-                steps.push((d, self.score_in(&ranking, d)));
+                // Shown with the score its step gives it: how well it fits what it is there
+                // for (it may be above or below the ops around it).
+                steps.push((d, score));
             }
         }
         if steps.is_empty() {
@@ -1543,17 +1544,6 @@ impl SearchIndex {
 
     /// A request's steps are shown within its first five answers.
     const STEPS_WITHIN: usize = 5;
-
-    /// What the whole request gives op `d` in `ranking`, when it holds it; else the lowest score
-    /// there (a step's op scored below every op kept).
-    fn score_in(&self, ranking: &Ranking, d: u32) -> f64 {
-        ranking
-            .ids
-            .iter()
-            .find(|(i, _)| *i == d)
-            .or(ranking.ids.last())
-            .map_or(0.0, |(_, s)| *s)
-    }
 
     /// Whether a word of a request is a verb this catalog acts by: an op's action, or an
     /// everyday word for one (`synonyms`).
