@@ -9,6 +9,16 @@ use std::time::{Duration, Instant};
 
 /// Nothing is drawn before this much time has passed: quick commands never flicker.
 const DELAY: Duration = Duration::from_secs(1);
+
+/// [`DELAY`], or `TOOLREG_PROGRESS_AFTER_MS` when set (a demo, or a test that must see the
+/// line whatever the machine's speed: a build that took over a second once may not on the
+/// next machine).
+fn delay() -> Duration {
+    std::env::var("TOOLREG_PROGRESS_AFTER_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse().ok())
+        .map_or(DELAY, Duration::from_millis)
+}
 const TICK: Duration = Duration::from_millis(120);
 const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
 
@@ -41,6 +51,7 @@ impl Progress {
         ));
         let theirs = Arc::clone(&shared);
         let what = toolreg::diag::escape_controls(what);
+        let delay = delay();
         let thread = std::thread::spawn(move || {
             let (lock, wake) = &*theirs;
             let started = Instant::now();
@@ -48,7 +59,7 @@ impl Progress {
             let mut frame = 0;
             let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
             loop {
-                let wait = if drawn { TICK } else { DELAY };
+                let wait = if drawn { TICK } else { delay };
                 state = wake
                     .wait_timeout(state, wait)
                     .unwrap_or_else(|p| p.into_inner())
@@ -57,7 +68,7 @@ impl Progress {
                     break;
                 }
                 let elapsed = started.elapsed();
-                if elapsed < DELAY {
+                if elapsed < delay {
                     continue;
                 }
                 let stage = if state.stage.is_empty() {
