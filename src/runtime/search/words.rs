@@ -322,20 +322,24 @@ pub(super) fn clauses<'q>(query: &'q str, starts: &dyn Fn(&str) -> bool) -> Vec<
     if let Some(s) = start {
         words.push((s, query.len()));
     }
-    let word = |k: usize| query[words[k].0..words[k].1].to_lowercase();
+    let lower: Vec<String> = words
+        .iter()
+        .map(|&(a, b)| query[a..b].to_lowercase())
+        .collect();
+    // Whether word k is a verb, asked once a word and only where a cut may fall.
+    let mut verbs: Vec<Option<bool>> = vec![None; words.len()];
+    let mut verb = |k: usize| *verbs[k].get_or_insert_with(|| starts(&lower[k]));
     let mut cuts: Vec<usize> = vec![0];
     for k in 1..words.len() {
         let gap = &query[words[k - 1].1..words[k].0];
         // A new sentence is a step when it starts with a verb ("Save it to ..."), not when it
         // asks ("Can you help?").
-        let sentence_end = gap.contains(char::is_whitespace)
-            && gap.contains(['.', '?', '!', ';'])
-            && starts(&word(k));
-        let then = word(k) == "then" && word(k - 1) != "and";
-        let and_verb = word(k) == "and"
-            && words.get(k + 1).is_some()
-            && (word(k + 1) == "then" || starts(&word(k + 1)));
-        let comma_verb = gap.contains(',') && starts(&word(k));
+        let sentence_end =
+            gap.contains(char::is_whitespace) && gap.contains(['.', '?', '!', ';']) && verb(k);
+        let then = lower[k] == "then" && lower[k - 1] != "and";
+        let and_verb =
+            lower[k] == "and" && k + 1 < words.len() && (lower[k + 1] == "then" || verb(k + 1));
+        let comma_verb = gap.contains(',') && verb(k);
         if sentence_end || then || and_verb || comma_verb {
             cuts.push(k);
         }
