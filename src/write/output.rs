@@ -606,9 +606,11 @@ fn check_unlocked(
     // Foreign files are reported by `check` (`write` never touches them): a walk of the whole
     // folder only then.
     if mode == Ownership::Folder && details {
+        // A listed path that is no longer a plain file (a link put there) is not toolreg's to
+        // remove, so it is reported as foreign.
         report.foreign = visible_files(out)?
             .into_iter()
-            .filter(|p| !files.has(p) && !listed.contains_key(p))
+            .filter(|p| !files.has(p) && !(listed.contains_key(p) && removable(out, p)))
             .collect();
     }
     Ok(report)
@@ -1455,6 +1457,35 @@ mod tests {
         let r = write(dir.path(), &v2, Ownership::Manifest).unwrap();
         assert_eq!(r.removed, vec!["old".to_string()]);
         assert!(dir.path().join("other.rs").exists());
+    }
+
+    /// A file the manifest lists that became a link is neither removed by `write` nor passed
+    /// over by `check`, which reports it as foreign.
+    #[cfg(unix)]
+    #[test]
+    fn a_listed_file_turned_link_is_kept_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let v1 = map(&[
+            ("a", "1"),
+            ("old", "stale"),
+            (MANIFEST, &manifest(&[("a", "1"), ("old", "stale")])),
+        ]);
+        write(dir.path(), &v1, Ownership::Folder).unwrap();
+        let target = dir.path().join("elsewhere");
+        fs::write(&target, "not toolreg's").unwrap();
+        fs::remove_file(dir.path().join("old")).unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("old")).unwrap();
+        let v2 = map(&[("a", "1"), (MANIFEST, &manifest(&[("a", "1")]))]);
+        let r = check(dir.path(), &v2, Ownership::Folder).unwrap();
+        assert!(r.extra.is_empty(), "{:?}", r.extra);
+        assert!(r.foreign.contains(&"old".to_string()), "{:?}", r.foreign);
+        let w = write(dir.path(), &v2, Ownership::Folder).unwrap();
+        assert!(w.removed.is_empty(), "{:?}", w.removed);
+        assert!(fs::symlink_metadata(dir.path().join("old"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "not toolreg's");
     }
 
     /// A manifest listing `files` with the hashes toolreg records.
