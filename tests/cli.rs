@@ -484,13 +484,11 @@ fn text_and_progress_at_a_terminal_json_and_silence_when_piped() {
         &soon,
     );
     assert!(!quiet.contains("compiling and emitting"), "{quiet}");
-    let piped = std::process::Command::new(env!("CARGO_BIN_EXE_toolreg"))
-        .args(build(&[]))
-        .current_dir(&repo)
-        .env("TOOLREG_APPROVALS", common::no_approvals())
-        .envs(soon)
-        .output()
-        .unwrap();
+    let piped = common::toolreg_with(
+        &repo,
+        &build(&[]).iter().map(String::as_str).collect::<Vec<_>>(),
+        &soon,
+    );
     assert!(piped.status.success());
     assert!(!stderr(&piped).contains("compiling and emitting") && !stderr(&piped).contains('\x1b'));
 }

@@ -103,11 +103,16 @@ fn a_misspelled_or_abbreviated_word_finds_the_catalog_word() {
     assert_eq!(top("get rid of entities"), "delete_entities");
 }
 
-/// The first `n` results.
-fn search_hits(gw: &Gateway, q: &str, n: usize) -> Vec<toolreg::runtime::search::Hit> {
+/// The search answer of a page of `n`.
+fn search_answer(gw: &Gateway, q: &str, n: usize) -> toolreg::runtime::search::SearchResponse {
     let mut req = toolreg::runtime::search::SearchRequest::query(q);
     req.limit = Some(n);
-    gw.search(&req).results
+    gw.search(&req)
+}
+
+/// The first `n` results.
+fn search_hits(gw: &Gateway, q: &str, n: usize) -> Vec<toolreg::runtime::search::Hit> {
+    search_answer(gw, q, n).results
 }
 
 /// The tool names of the first `n` results.
@@ -331,12 +336,10 @@ fn each_step_of_a_request_has_an_op_in_the_first_five() {
     assert_eq!(steps.len(), 5);
     assert!(steps.contains(&"send_message".to_string()), "{steps:?}");
     assert_eq!(steps[0], whole[0]);
-    let answer = |q: &str| {
-        let mut req = toolreg::runtime::search::SearchRequest::query(q);
-        req.limit = Some(10);
-        gw.search(&req)
-    };
-    assert_eq!(answer(two_steps).match_, answer(one_request).match_);
+    assert_eq!(
+        search_answer(&gw, two_steps, 10).match_,
+        search_answer(&gw, one_request, 10).match_
+    );
     // Pages of one ranking: the second page goes on where the first stopped.
     let mut req = toolreg::runtime::search::SearchRequest::query(two_steps);
     req.limit = Some(3);

@@ -608,9 +608,10 @@ fn check_unlocked(
     if mode == Ownership::Folder && details {
         // A listed path that is no longer a plain file (a link put there) is not toolreg's to
         // remove, so it is reported as foreign.
+        let owned = |p: &String| listed.contains_key(p) && removable(out, p);
         report.foreign = visible_files(out)?
             .into_iter()
-            .filter(|p| !files.has(p) && !(listed.contains_key(p) && removable(out, p)))
+            .filter(|p| !files.has(p) && !owned(p))
             .collect();
     }
     Ok(report)

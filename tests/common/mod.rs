@@ -30,10 +30,16 @@ pub fn no_approvals() -> PathBuf {
 
 /// Runs the toolreg binary in `cwd`.
 pub fn toolreg(cwd: &Path, args: &[&str]) -> Output {
+    toolreg_with(cwd, args, &[])
+}
+
+/// [`toolreg`] with more environment variables.
+pub fn toolreg_with(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolreg"))
         .args(args)
         .current_dir(cwd)
         .env("TOOLREG_APPROVALS", no_approvals())
+        .envs(env.iter().copied())
         .output()
         .expect("toolreg runs")
 }
