@@ -142,7 +142,7 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
             if let Some(line) = &quarantined {
                 eprintln!("{line}");
             }
-            if lock_update.is_some_and(|update| !update.commit(&defs.definitions)) {
+            if lock_update.as_ref().map(|u| u.commit(&defs.definitions)) == Some(false) {
                 cache.save(Some(&memo), None);
                 return ExitCode::from(2);
             }
@@ -176,10 +176,11 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
         }
     };
     // The claim goes (releasing its lock and anything it staged); the registry, the files'
-    // index and the memo do not: the process ends with this command, and freeing a 10,000-op
-    // registry one allocation at a time was 2% of a registry-only build (the memo's table of
-    // 110,000 entries another 1% of a one-tool rebuild), for memory the exit returns anyway.
+    // index, the memo and the lock do not: the process ends with this command, and freeing a
+    // 10,000-op registry one allocation at a time was 2% of a registry-only build (the memo's
+    // table of 110,000 entries another 1% of a one-tool rebuild), for memory the exit returns.
     drop(claim);
+    std::mem::forget(lock_update);
     std::mem::forget(files);
     std::mem::forget(memo);
     std::mem::forget(g.compiled);
@@ -609,14 +610,14 @@ impl LockUpdate {
 
     /// Brings `toolreg.lock` up to date, saying what changed (its diff is what a reviewer
     /// approves). False when it could not be written (reported).
-    fn commit(self, defs: &std::path::Path) -> bool {
+    fn commit(&self, defs: &std::path::Path) -> bool {
         use toolreg::trust::lock::{self, Written};
         match lock::write_text(defs, &self.text) {
             Ok(Written::Unchanged) => true,
             Ok(Written::Replaced { previous }) => {
                 // Said again only if the lock changed after it was prepared.
-                let said = match self.said {
-                    Some(said) if previous == self.previous => said,
+                let said = match &self.said {
+                    Some(said) if previous == self.previous => said.clone(),
                     _ => lock_change(defs, previous.as_deref(), &self.now, &self.text),
                 };
                 eprintln!("{said}");

@@ -358,7 +358,13 @@ fn page_size(pretty: &str, memo: &Memo, version: &str, version_tokens: usize) ->
     };
     let length = (version.len() as u64).to_le_bytes();
     let mut pieces: Vec<&[u8]> = vec![&length];
-    pieces.extend(pretty.split(version).map(str::as_bytes));
+    // Cut where memchr's SIMD search finds the stamp (str's `split` was a fifth of this step).
+    let mut from = 0;
+    for at in memchr::memmem::find_iter(pretty.as_bytes(), version.as_bytes()) {
+        pieces.push(&pretty.as_bytes()[from..at]);
+        from = at + version.len();
+    }
+    pieces.push(&pretty.as_bytes()[from..]);
     let entry = memo.get_or_compute_pieces(PAGE_SIZE_STEP, &pieces, || {
         let text = compact_json(pretty);
         let stamps = text.matches(version).count();

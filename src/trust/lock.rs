@@ -263,9 +263,7 @@ const TOOL_TABLE: &str = "[[tool]]\n";
 /// A lock's text cut before each `[[tool]]` line: what precedes the first, then one piece per
 /// tool table.
 fn tool_tables(text: &str) -> (&str, Vec<&str>) {
-    let mut starts: Vec<usize> = text
-        .match_indices(TOOL_TABLE)
-        .map(|(i, _)| i)
+    let mut starts: Vec<usize> = memchr::memmem::find_iter(text.as_bytes(), TOOL_TABLE.as_bytes())
         .filter(|&i| i == 0 || text.as_bytes()[i - 1] == b'\n')
         .collect();
     starts.push(text.len());

@@ -65,7 +65,9 @@ fn render_texts_spanned(doc: &PageTexts) -> (String, HelpSpans) {
         }
         [start as u64, (out.len() - start) as u64]
     };
-    let mut spans = BTreeMap::new();
+    // In page order, which is path order: made into the map in one go at the end (inserted one
+    // by one, the paths' comparisons were a sixth of this function at 10,000 ops).
+    let mut spans = Vec::with_capacity(doc.pages.len());
     out.push_str("{\n  \"generator\": ");
     out.push_str(&json(&doc.generator));
     out.push_str(",\n  \"pages\": {");
@@ -77,7 +79,7 @@ fn render_texts_spanned(doc: &PageTexts) -> (String, HelpSpans) {
         out.push_str(",\n      \"short\": ");
         let [s, sl] = page(&mut out, &p.short);
         out.push_str("\n    }");
-        spans.insert(path.clone(), [s, sl, f, fl]);
+        spans.push((path.clone(), [s, sl, f, fl]));
     }
     if !doc.pages.is_empty() {
         out.push_str("\n  ");
@@ -89,7 +91,7 @@ fn render_texts_spanned(doc: &PageTexts) -> (String, HelpSpans) {
     (
         out,
         HelpSpans {
-            pages: spans,
+            pages: spans.into_iter().collect(),
             bytes,
         },
     )
