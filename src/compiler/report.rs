@@ -10,7 +10,7 @@ use crate::compiler::surfaces::{self, ToolDef};
 use crate::compiler::tokens::{page_sizes, sizes_with};
 pub use crate::compiler::tokens::{sizes_of, split_at_stamps, Size, Tokens};
 use crate::model::help::HelpDoc;
-use crate::model::help::{compact_json, PageTexts};
+use crate::model::help::{compact_json, PageOrigin, PageTexts};
 use crate::model::registry::Registry;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -80,10 +80,17 @@ pub fn build_memo(reg: &Registry, help: &PageTexts, memo: Option<&Memo>) -> Valu
     let sizes = sizes_with(&refs, true, memo);
     // Help pages: the report shows their characters and o200k tokens, so only those are counted
     // (a fleet catalog has thousands of pages; a second encoding doubled the report's cost).
-    let page_list: Vec<&str> = help
+    let page_list: Vec<(&str, Option<&PageOrigin>)> = help
         .pages
         .values()
-        .flat_map(|page| [&page.short[..], &page.full[..]])
+        .flat_map(|page| {
+            let [short, full] = page
+                .origins
+                .as_ref()
+                .map(|[s, f]| [Some(s), Some(f)])
+                .unwrap_or_default();
+            [(&page.short[..], short), (&page.full[..], full)]
+        })
         .collect();
     let page_sizes = page_sizes(&page_list, memo);
     let (full, gateway_size) = (sizes[0], sizes[1]);

@@ -301,9 +301,15 @@ fn memo_tokens(memo: &Memo, text: &str, o200k: bool) -> usize {
 /// Characters and o200k tokens of help pages, counted in their compact form: each page is
 /// compacted, counted and dropped in its own job, the longest first, so the compact texts are
 /// never all held at once (47 MB at 10,000 ops).
-pub(crate) fn page_sizes(pages: &[&str], memo: Option<(&Memo, &str)>) -> Vec<Size> {
+/// Each page comes with its origin when it has one (see [`PageText::origins`]).
+///
+/// [`PageText::origins`]: crate::model::help::PageText::origins
+pub(crate) fn page_sizes(
+    pages: &[(&str, Option<&crate::model::help::PageOrigin>)],
+    memo: Option<(&Memo, &str)>,
+) -> Vec<Size> {
     let mut jobs: Vec<usize> = (0..pages.len()).collect();
-    jobs.sort_by_key(|&i| (std::cmp::Reverse(pages[i].len()), i));
+    jobs.sort_by_key(|&i| (std::cmp::Reverse(pages[i].0.len()), i));
     let mut sizes = vec![Size::default(); pages.len()];
     let version_tokens = memo.map_or(0, |(_, version)| Tokens::get().o200k(version));
     let counted = crate::compiler::parallel::map_in_order(&jobs, |&i| {
@@ -312,7 +318,7 @@ pub(crate) fn page_sizes(pages: &[&str], memo: Option<(&Memo, &str)>) -> Vec<Siz
                 page_size(pages[i], memo, version, version_tokens)
             }
             _ => {
-                let text = compact_json(pages[i]);
+                let text = compact_json(pages[i].0);
                 Size {
                     chars: text.chars().count(),
                     o200k: count_tokens(&text, true, memo),
@@ -338,6 +344,9 @@ fn is_hash_stamp(version: &str) -> bool {
 /// The memo step of a help page's size (see `page_size`).
 const PAGE_SIZE_STEP: &str = "report page size 1";
 
+/// The memo step of a help page's size found by the page's origin (see `page_size`).
+const PAGE_SIZE_BY_ORIGIN_STEP: &str = "report page size by origin 1";
+
 /// The size of one help page (pretty JSON) in its compact form, remembered by the page's text
 /// around its stamps: an incremental build finds every page whose only change is the registry
 /// version without compacting or cutting it again. The entry holds what does not depend on the
@@ -347,7 +356,16 @@ const PAGE_SIZE_STEP: &str = "report page size 1";
 /// never touches a string's content, and whether `split_at_stamps` cuts a stamp out depends
 /// only on the bytes around it and on its first byte. A page with a stamp that cannot be cut
 /// out is counted afresh every time (its entry says so).
-fn page_size(pretty: &str, memo: &Memo, version: &str, version_tokens: usize) -> Size {
+///
+/// A page with an origin is found by it, and by its length, instead: the page is then its
+/// origin's text stamped with this version (an op's pages, which the memo restamps), so the
+/// text around its stamps is the origin's. Hashing every page was two fifths of this step.
+fn page_size(
+    (pretty, origin): (&str, Option<&crate::model::help::PageOrigin>),
+    memo: &Memo,
+    version: &str,
+    version_tokens: usize,
+) -> Size {
     let whole = || {
         let text = compact_json(pretty);
         Size {
@@ -357,15 +375,26 @@ fn page_size(pretty: &str, memo: &Memo, version: &str, version_tokens: usize) ->
         }
     };
     let length = (version.len() as u64).to_le_bytes();
+    let page_length = (pretty.len() as u64).to_le_bytes();
     let mut pieces: Vec<&[u8]> = vec![&length];
-    // Cut where memchr's SIMD search finds the stamp (str's `split` was a fifth of this step).
-    let mut from = 0;
-    for at in memchr::memmem::find_iter(pretty.as_bytes(), version.as_bytes()) {
-        pieces.push(&pretty.as_bytes()[from..at]);
-        from = at + version.len();
-    }
-    pieces.push(&pretty.as_bytes()[from..]);
-    let entry = memo.get_or_compute_pieces(PAGE_SIZE_STEP, &pieces, || {
+    let step = match origin {
+        Some(origin) => {
+            pieces.extend([&page_length[..], &origin[..]]);
+            PAGE_SIZE_BY_ORIGIN_STEP
+        }
+        None => {
+            // Cut where memchr's SIMD search finds the stamp (str's `split` was a fifth of
+            // this step).
+            let mut from = 0;
+            for at in memchr::memmem::find_iter(pretty.as_bytes(), version.as_bytes()) {
+                pieces.push(&pretty.as_bytes()[from..at]);
+                from = at + version.len();
+            }
+            pieces.push(&pretty.as_bytes()[from..]);
+            PAGE_SIZE_STEP
+        }
+    };
+    let entry = memo.get_or_compute_pieces(step, &pieces, || {
         let text = compact_json(pretty);
         let stamps = text.matches(version).count();
         let (parts, cut) = split_at_stamps(&text, version);
@@ -450,9 +479,18 @@ mod tests {
 
     /// A page's size served from the memo under another registry version is the size counted
     /// afresh: for a stamp cut out (quoted), two stamps, a stamp glued to a word (never cut
-    /// out), and a page without one. A saved memo serves the same sizes in a later build.
+    /// out), and a page without one; found by its text or by its origin (each page its own).
+    /// A saved memo serves the same sizes in a later build.
     #[test]
     fn a_page_size_served_under_another_version_is_the_size_counted_afresh() {
+        for by_origin in [false, true] {
+            page_sizes_are_served_as_counted(by_origin);
+        }
+    }
+
+    fn page_sizes_are_served_as_counted(by_origin: bool) {
+        let origins: Vec<[u8; 32]> = (0..4u8).map(|k| [k; 32]).collect();
+        let origin = |k: usize| by_origin.then(|| &origins[k]);
         let pages = |v: &str| {
             [
                 format!("{{\n  \"path\": \"a.b\",\n  \"registry_version\": \"{v}\"\n}}"),
@@ -469,9 +507,9 @@ mod tests {
         let first = "b3:0123456789abcdef";
         for version in [first, "b3:fedcba9876543210", "b3:99999999aaaaaaaa"] {
             let tokens = Tokens::get().o200k(version);
-            for pretty in pages(version) {
-                let size = page_size(&pretty, &memo, version, tokens);
-                assert_eq!((size.chars, size.o200k), fresh(&pretty), "{pretty}");
+            for (k, pretty) in pages(version).iter().enumerate() {
+                let size = page_size((pretty, origin(k)), &memo, version, tokens);
+                assert_eq!((size.chars, size.o200k), fresh(pretty), "{pretty}");
             }
         }
         // Three of the four pages were served to the later versions, the glued one never.
@@ -479,9 +517,10 @@ mod tests {
         assert!(stats.repeats >= 6, "{stats:?}");
         let later = Memo::read("test", &memo.to_bytes());
         let version = "b3:abababab12121212";
-        for pretty in pages(version) {
-            let size = page_size(&pretty, &later, version, Tokens::get().o200k(version));
-            assert_eq!((size.chars, size.o200k), fresh(&pretty), "{pretty}");
+        for (k, pretty) in pages(version).iter().enumerate() {
+            let tokens = Tokens::get().o200k(version);
+            let size = page_size((pretty, origin(k)), &later, version, tokens);
+            assert_eq!((size.chars, size.o200k), fresh(pretty), "{pretty}");
         }
         assert!(later.stats().hits >= 3, "{:?}", later.stats());
         assert!(is_hash_stamp(first) && !is_hash_stamp("b3:") && !is_hash_stamp("v1:00"));

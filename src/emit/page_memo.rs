@@ -96,6 +96,22 @@ impl PageMemo<'_> {
         }
     }
 
+    /// Where op `r`'s `step` value comes from: a digest of its memo input under `step` (what
+    /// shapes it, but the registry version it is stamped with).
+    pub(crate) fn origin(
+        &self,
+        step: &str,
+        r: &crate::model::registry::OpRecord,
+        context: &[&str],
+    ) -> Option<[u8; 32]> {
+        let input = self.input(r, context)?;
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&(step.len() as u64).to_le_bytes());
+        hasher.update(step.as_bytes());
+        hasher.update(&input);
+        Some(*hasher.finalize().as_bytes())
+    }
+
     /// The memo input of op `r`'s page: the op's digest, then each part of `context`
     /// length-prefixed, so no two contexts read the same.
     fn input(&self, r: &crate::model::registry::OpRecord, context: &[&str]) -> Option<Vec<u8>> {

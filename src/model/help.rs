@@ -73,7 +73,14 @@ pub struct PageTexts {
 pub struct PageText {
     pub short: Box<str>,
     pub full: Box<str>,
+    /// What made each page (short, full), when an earlier build's memo can answer for it: a
+    /// digest of everything that shapes the page but the registry version. The report finds a
+    /// page's size by it instead of hashing the page (20,000 pages, 58 MB, at 10,000 ops).
+    pub origins: Option<[PageOrigin; 2]>,
 }
+
+/// See [`PageText::origins`].
+pub type PageOrigin = [u8; 32];
 
 /// The compact form of JSON text (what `serde_json::to_string` writes for the same value): every
 /// space, tab and line break outside strings dropped. A JSON string holds no raw line break or
@@ -218,6 +225,7 @@ impl HelpDoc {
                     let text = PageText {
                         short: pretty(&p.short),
                         full: pretty(&p.full),
+                        origins: None,
                     };
                     (path.clone(), text)
                 })

@@ -13,7 +13,7 @@ use super::lookup::HelpSpans;
 use super::FileMap;
 use super::PageMemo;
 use crate::model::help::{HelpDoc, HelpPages, ROOT};
-use crate::model::help::{PageText, PageTexts};
+use crate::model::help::{PageOrigin, PageText, PageTexts};
 use crate::model::registry::{GroupNode, Kind, OpRecord, Registry};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -185,15 +185,23 @@ pub fn build_only(reg: &Registry, keep: &dyn Fn(&str) -> bool) -> HelpDoc {
 /// the pages as values). With `memo`, an op whose record is unchanged takes its pages from an
 /// earlier build.
 pub(crate) fn build_texts(reg: &Registry, memo: Option<&PageMemo>) -> PageTexts {
-    let pretty = |v: Value| {
-        serde_json::to_string_pretty(&v)
-            .unwrap_or_default()
-            .into_boxed_str()
+    // Each page with where it came from, when the memo can answer for it (see
+    // `PageText::origins`).
+    type Made = (Box<str>, Option<PageOrigin>);
+    let pretty = |v: Value| -> Made {
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+        (text.into_boxed_str(), None)
     };
-    let op_pages = |r: &OpRecord, search: Option<&str>, pages: &dyn Fn() -> PageList<Box<str>>| {
+    let unknown = |pages: PageList<Box<str>>| -> PageList<Made> {
+        pages
+            .into_iter()
+            .map(|(s, f)| ((s, None), (f, None)))
+            .collect()
+    };
+    let op_pages = |r: &OpRecord, search: Option<&str>, pages: &dyn Fn() -> PageList<Made>| {
         // Written straight to text when the pages fit; through `Value`s when they may not.
         let fresh = || match direct::op_page_texts(reg, r, search) {
-            Some(pair) => vec![pair],
+            Some((short, full)) => vec![((short, None), (full, None))],
             None => pages(),
         };
         let Some(memo) = memo else {
@@ -203,16 +211,43 @@ pub(crate) fn build_texts(reg: &Registry, memo: Option<&PageMemo>) -> PageTexts 
         // paged op's later pages are read with.
         let context = [search.unwrap_or_default(), &reg.gateway.help];
         let text = memo.page(OP_PAGES_STEP, r, &context, &reg.registry_version, || {
-            join_pages(&fresh())
+            let made: PageList<Box<str>> = fresh().into_iter().map(|(s, f)| (s.0, f.0)).collect();
+            join_pages(&made)
         });
-        split_pages(&text).unwrap_or_else(fresh)
+        let Some(split) = split_pages(&text) else {
+            return fresh();
+        };
+        let Some(origin) = memo.origin(OP_PAGES_STEP, r, &context) else {
+            return unknown(split);
+        };
+        // Page k of the op, short (0) or full (1).
+        let of = |k: usize, which: u8| -> PageOrigin {
+            let mut hasher = blake3::Hasher::new();
+            hasher.update(&origin);
+            hasher.update(&(k as u64).to_le_bytes());
+            hasher.update(&[which]);
+            *hasher.finalize().as_bytes()
+        };
+        split
+            .into_iter()
+            .enumerate()
+            .map(|(k, (s, f))| ((s, Some(of(k, 0))), (f, Some(of(k, 1)))))
+            .collect()
     };
     let entity_pages = |path: &str, e: &str, node: &GroupNode, kind: Option<Kind>| {
-        direct::entity_page_texts(reg, path, e, node, kind)
+        direct::entity_page_texts(reg, path, e, node, kind).map(|(s, f)| ((s, None), (f, None)))
     };
     let pages = pages_as(reg, &|_| true, &pretty, &op_pages, &entity_pages)
         .into_iter()
-        .map(|(path, (short, full))| (path, PageText { short, full }))
+        .map(|(path, ((short, of_short), (full, of_full)))| {
+            let origins = of_short.zip(of_full).map(|(s, f)| [s, f]);
+            let text = PageText {
+                short,
+                full,
+                origins,
+            };
+            (path, text)
+        })
         .collect();
     PageTexts {
         generator: crate::model::registry::GENERATOR.into(),
