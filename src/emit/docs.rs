@@ -332,6 +332,90 @@ fn finish_page(mut p: String) -> String {
     p
 }
 
+/// The book's index as the built-in `index.md.hbs` renders `book`, every text defused as
+/// `defuse_context` would. Handlebars' walk of the index and the summary (every op listed, each
+/// from a context of every op) was most of what the docs emitter spent in a one-tool rebuild of
+/// 10,000 tools. `directory_pages_are_the_builtin_templates` holds these writers to handlebars.
+fn builtin_index_page(book: &Value) -> String {
+    use std::fmt::Write as _;
+    let text = |v: &Value, key: &str| defuse_markdown(v[key].as_str().unwrap_or_default());
+    let groups = list(book, "groups");
+    let ops: usize = groups.iter().map(|g| list(g, "ops").len()).sum();
+    let mut p = String::with_capacity(1024 + groups.len() * 256 + ops * 160);
+    let _ = write!(
+        p,
+        "<!-- {} -->\n# {}\n\n",
+        text(book, "header"),
+        text(book, "title")
+    );
+    let description = text(book, "description");
+    if !description.is_empty() {
+        let _ = write!(p, "{description}\n\n");
+    }
+    let _ = write!(
+        p,
+        "{} ops in {} groups. Registry version `{}`.\n\n## Gateway tools\n\n\
+         A model reaches every op below through these tools:\n\n",
+        book["count"],
+        book["group_count"],
+        text(book, "registry_version")
+    );
+    for g in list(book, "gateway") {
+        let (name, call, what) = (text(g, "name"), text(g, "call"), text(g, "what"));
+        let _ = writeln!(p, "- `{name}` `{call}`: {what}.");
+    }
+    p.push_str("\n## Quick Reference\n");
+    for g in groups {
+        let (name, link, summary) = (text(g, "name"), text(g, "link"), text(g, "summary"));
+        let _ = write!(p, "\n### [{name}]({link})\n\n{summary}\n\n");
+        for o in list(g, "ops") {
+            let (op, link, summary) = (text(o, "op"), text(o, "link"), text(o, "summary"));
+            let _ = writeln!(p, "- **[{op}]({link})** - {summary}");
+        }
+    }
+    finish_page(p)
+}
+
+/// `SUMMARY.md` as the built-in template renders the book's groups (their entities and ops,
+/// then the group's own ops), every text defused as `defuse_context` would.
+fn builtin_summary_page(header: &str, book: &Value) -> String {
+    use std::fmt::Write as _;
+    let text = |v: &Value, key: &str| defuse_markdown(v[key].as_str().unwrap_or_default());
+    let mut p = String::with_capacity(1024 + book["count"].as_u64().unwrap_or(0) as usize * 80);
+    let _ = write!(
+        p,
+        "<!-- {} -->\n# Summary\n\n[Overview](README.md)\n",
+        defuse_markdown(header)
+    );
+    for g in list(book, "groups") {
+        let _ = write!(p, "\n- [{}]({})\n", text(g, "name"), text(g, "link"));
+        for e in list(g, "entities") {
+            let _ = writeln!(p, "  - [{}]({})", text(e, "name"), text(e, "link"));
+            for o in list(e, "ops") {
+                let _ = writeln!(p, "    - [{}]({})", text(o, "op"), text(o, "link"));
+            }
+        }
+        for o in list(g, "direct") {
+            let _ = writeln!(p, "  - [{}]({})", text(o, "op"), text(o, "link"));
+        }
+    }
+    finish_page(p)
+}
+
+/// The array at `key` of `v` (none: empty).
+fn list<'v>(v: &'v Value, key: &str) -> &'v [Value] {
+    v[key].as_array().map_or(&[][..], Vec::as_slice)
+}
+
+/// `book.toml` as the built-in template renders it (not a chapter: nothing defused).
+fn builtin_book_toml(header: &str, title: &str) -> String {
+    finish_page(format!(
+        "# {header}\n[book]\ntitle = \"{title}\"\nsrc = \"src\"\n\n[build]\n\
+         # A SUMMARY entry without its page is an error, not a silently created empty page.\n\
+         create-missing = false\n"
+    ))
+}
+
 /// An op's page as the built-in `op.md.hbs` renders [`op_context`], written straight into one
 /// string: handlebars' walk of the template and the context it reads (one `Value` tree per op)
 /// were most of the docs emitter, itself a tenth of a full build. Each string is defused as
@@ -693,7 +777,6 @@ pub(crate) fn render(
             return FileMap::new();
         }
     }
-    let mut pages: Vec<(String, &str, Value)> = Vec::new();
     let count = reg.ops.values().filter(|r| !r.hidden).count();
     // The gateway tools a model calls these ops through (the batch tool when offered).
     let g = &reg.gateway;
@@ -718,17 +801,37 @@ pub(crate) fn render(
         ("groups", Value::Array(index_groups)),
         ("gateway", Value::Array(gateway)),
     ]);
-    // SUMMARY lists group-level ops under their group, after the entities.
-    let summary_groups: Vec<Value> = index_groups_for_summary(&book);
-    pages.push(("src/README.md".into(), "index.md.hbs", book.clone()));
-    pages.push((
-        "src/SUMMARY.md".into(),
-        "SUMMARY.md.hbs",
-        json!({"header": header, "groups": summary_groups}),
-    ));
-    pages.push(("book.toml".into(), "book.toml.hbs", book));
-    for (path, template, ctx) in pages {
-        if !keep(&path, page(&path, template, ctx)) {
+    // The book's own pages: written straight to text with the built-in templates, else
+    // through handlebars. SUMMARY lists group-level ops under their group, after the entities.
+    let summary = match builtin("SUMMARY.md.hbs") {
+        true => Directory::Written(builtin_summary_page(&header, &book)),
+        false => {
+            let groups: Vec<Value> = index_groups_for_summary(&book);
+            Directory::Context(
+                "SUMMARY.md.hbs",
+                json!({"header": header, "groups": groups}),
+            )
+        }
+    };
+    let book_toml = match builtin("book.toml.hbs") {
+        true => Directory::Written(builtin_book_toml(&header, &reg.name)),
+        false => Directory::Context("book.toml.hbs", book.clone()),
+    };
+    let index = match builtin("index.md.hbs") {
+        true => Directory::Written(builtin_index_page(&book)),
+        false => Directory::Context("index.md.hbs", book),
+    };
+    let book_pages = [
+        ("src/README.md", index),
+        ("src/SUMMARY.md", summary),
+        ("book.toml", book_toml),
+    ];
+    for (path, made) in book_pages {
+        let made = match made {
+            Directory::Written(text) => Ok(text),
+            Directory::Context(template, ctx) => page(path, template, ctx),
+        };
+        if !keep(path, made) {
             return FileMap::new();
         }
     }
@@ -841,7 +944,9 @@ mod tests {
     /// for byte: the whole docs folder rendered with copies of the built-in templates (which go
     /// through handlebars) is the folder rendered without, on every repo catalog and both
     /// fleets, and on the first catalog with `{{`, pipes, brackets, `<` and line breaks planted
-    /// in every group's and entity's summary and one op's, and one summary emptied.
+    /// in every group's and entity's summary and one op's, and one summary emptied; then in the
+    /// registry's name and description (the index, the summary and `book.toml` are written
+    /// straight too), with no description and an empty one.
     #[test]
     fn directory_pages_are_the_builtin_templates() {
         let copies = tempfile::tempdir().unwrap();
@@ -875,6 +980,14 @@ mod tests {
         let first = reg.ops.keys().next().unwrap().clone();
         reg.ops.get_mut(&first).unwrap().summary = odd.into();
         both(&reg, "planted texts");
+        // The book's own pages: a description with the same texts, none, and an empty one.
+        reg.name = odd.into();
+        reg.description = Some(odd.into());
+        both(&reg, "planted description and name");
+        reg.description = None;
+        both(&reg, "no description");
+        reg.description = Some(String::new());
+        both(&reg, "empty description");
     }
 
     /// The page written without handlebars is the built-in template's, byte for byte: every op
