@@ -57,12 +57,15 @@ fn render_texts_spanned(doc: &PageTexts) -> (String, HelpSpans) {
     // start and length in the text.
     let page = |out: &mut String, text: &str| -> [u64; 2] {
         let start = out.len();
-        let mut lines = text.split('\n');
-        out.push_str(lines.next().unwrap_or_default());
-        for line in lines {
-            out.push_str("\n      ");
-            out.push_str(line);
+        // Line by line with memchr's search, each line's bytes copied in one go (a line is
+        // about 30 bytes; `split` and two pushes a line were a third of this function).
+        let mut from = 0;
+        for at in memchr::memchr_iter(b'\n', text.as_bytes()) {
+            out.push_str(&text[from..=at]);
+            out.push_str("      ");
+            from = at + 1;
         }
+        out.push_str(&text[from..]);
         [start as u64, (out.len() - start) as u64]
     };
     // In page order, which is path order: made into the map in one go at the end (inserted one
