@@ -110,3 +110,60 @@ fn texts_render_as_values_do() {
     let (text, spans) = render_texts_spanned(&empty);
     assert_eq!(spans, crate::emit::lookup::read_back::help_spans(&text));
 }
+
+/// With a memo, every op page carries its origin (what the report finds its size by), each its
+/// own, the same in a second build and another after the op changes; directory pages carry
+/// none. The pages themselves are the memo-less build's.
+#[test]
+fn op_pages_carry_their_origin() {
+    let mut reg = compile("definitions");
+    let memo = crate::compiler::memo::Memo::new("test");
+    let origins = |reg: &Registry| {
+        let (digests, _) = crate::emit::page_memo::OpDigests::with_texts(reg);
+        let pages = PageMemo {
+            memo: &memo,
+            digests: &digests,
+        };
+        let texts = build_texts(reg, Some(&pages));
+        let bare = build_texts(reg, None);
+        for (path, page) in &texts.pages {
+            let made = &bare.pages[path];
+            assert_eq!(
+                (&page.short, &page.full),
+                (&made.short, &made.full),
+                "{path}"
+            );
+        }
+        texts
+            .pages
+            .into_iter()
+            .map(|(path, page)| (path, page.origins))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let first = origins(&reg);
+    let op = reg
+        .ops
+        .keys()
+        .find(|op| first.contains_key(*op))
+        .unwrap()
+        .clone();
+    for (path, origin) in &first {
+        assert_eq!(
+            origin.is_some(),
+            reg.ops.contains_key(path.split('@').next().unwrap()),
+            "{path}"
+        );
+    }
+    let mut all: Vec<_> = first.values().flatten().flatten().collect();
+    let n = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), n, "each page its own origin");
+    assert_eq!(origins(&reg), first);
+    reg.ops.get_mut(&op).unwrap().summary.push_str(" Changed.");
+    let changed = origins(&reg);
+    for (path, origin) in &changed {
+        let of_op = path.split('@').next() == Some(op.as_str());
+        assert_eq!(origin == &first[path], !of_op, "{path}");
+    }
+}
