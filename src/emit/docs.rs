@@ -291,7 +291,7 @@ fn builtin_group_page(
 ) -> String {
     use std::fmt::Write as _;
     let md = defuse_markdown;
-    let text = |v: &Value, key: &str| md(v[key].as_str().unwrap_or_default());
+    let text = field;
     let mut p = String::with_capacity(256 + (entities.len() + ops.len()) * 160);
     let _ = write!(
         p,
@@ -338,7 +338,7 @@ fn finish_page(mut p: String) -> String {
 /// 10,000 tools. `directory_pages_are_the_builtin_templates` holds these writers to handlebars.
 fn builtin_index_page(book: &Value) -> String {
     use std::fmt::Write as _;
-    let text = |v: &Value, key: &str| defuse_markdown(v[key].as_str().unwrap_or_default());
+    let text = field;
     let groups = list(book, "groups");
     let ops: usize = groups.iter().map(|g| list(g, "ops").len()).sum();
     let mut p = String::with_capacity(1024 + groups.len() * 256 + ops * 160);
@@ -380,7 +380,7 @@ fn builtin_index_page(book: &Value) -> String {
 /// then the group's own ops), every text defused as `defuse_context` would.
 fn builtin_summary_page(header: &str, book: &Value) -> String {
     use std::fmt::Write as _;
-    let text = |v: &Value, key: &str| defuse_markdown(v[key].as_str().unwrap_or_default());
+    let text = field;
     let mut p = String::with_capacity(1024 + book["count"].as_u64().unwrap_or(0) as usize * 80);
     let _ = write!(
         p,
@@ -400,6 +400,11 @@ fn builtin_summary_page(header: &str, book: &Value) -> String {
         }
     }
     finish_page(p)
+}
+
+/// The string at `key` of `v`, defused as `defuse_context` would (none: empty).
+fn field(v: &Value, key: &str) -> String {
+    defuse_markdown(v[key].as_str().unwrap_or_default())
 }
 
 /// The array at `key` of `v` (none: empty).

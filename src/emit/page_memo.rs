@@ -41,7 +41,8 @@ pub(crate) struct PageMemo<'a> {
 
 impl PageMemo<'_> {
     /// `step`'s text for op `r`, whose page is shaped by the op's record and by `context` (the
-    /// few registry-wide things the page shows) and stamped with `version`.
+    /// few registry-wide things the page shows) and stamped with `version`; with its origin:
+    /// a digest of what shapes it but the version (`None` for an op without a digest).
     pub(crate) fn page(
         &self,
         step: &str,
@@ -49,13 +50,18 @@ impl PageMemo<'_> {
         context: &[&str],
         version: &str,
         compute: impl FnOnce() -> String,
-    ) -> String {
-        match self.input(r, context) {
-            Some(input) => self
-                .memo
-                .get_or_compute_stamped(step, &input, version, compute),
-            None => compute(),
-        }
+    ) -> (String, Option<crate::model::help::PageOrigin>) {
+        let Some(input) = self.input(r, context) else {
+            return (compute(), None);
+        };
+        let mut origin = blake3::Hasher::new();
+        origin.update(&(step.len() as u64).to_le_bytes());
+        origin.update(step.as_bytes());
+        origin.update(&input);
+        let text = self
+            .memo
+            .get_or_compute_stamped(step, &input, version, compute);
+        (text, Some(*origin.finalize().as_bytes()))
     }
 
     /// `page` for a page that carries no registry version (a docs page of one op).
@@ -94,22 +100,6 @@ impl PageMemo<'_> {
         if let Some(input) = self.input(r, context) {
             self.memo.get_or_compute(step, &input, value);
         }
-    }
-
-    /// Where op `r`'s `step` value comes from: a digest of its memo input under `step` (what
-    /// shapes it, but the registry version it is stamped with).
-    pub(crate) fn origin(
-        &self,
-        step: &str,
-        r: &crate::model::registry::OpRecord,
-        context: &[&str],
-    ) -> Option<[u8; 32]> {
-        let input = self.input(r, context)?;
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(&(step.len() as u64).to_le_bytes());
-        hasher.update(step.as_bytes());
-        hasher.update(&input);
-        Some(*hasher.finalize().as_bytes())
     }
 
     /// The memo input of op `r`'s page: the op's digest, then each part of `context`

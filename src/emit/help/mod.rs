@@ -195,12 +195,6 @@ pub(crate) fn build_texts(reg: &Registry, memo: Option<&PageMemo>) -> PageTexts 
         let text = serde_json::to_string_pretty(&v).unwrap_or_default();
         (text.into_boxed_str(), None)
     };
-    let unknown = |pages: PageList<Box<str>>| -> PageList<Made> {
-        pages
-            .into_iter()
-            .map(|(s, f)| ((s, None), (f, None)))
-            .collect()
-    };
     let op_pages = |r: &OpRecord, search: Option<&str>, pages: &dyn Fn() -> PageList<Made>| {
         // Written straight to text when the pages fit; through `Value`s when they may not.
         let fresh = || match direct::op_page_texts(reg, r, search) {
@@ -213,28 +207,27 @@ pub(crate) fn build_texts(reg: &Registry, memo: Option<&PageMemo>) -> PageTexts 
         // What else an op's pages show: the search op its note names, and the help tool a
         // paged op's later pages are read with.
         let context = [search.unwrap_or_default(), &reg.gateway.help];
-        let text = memo.page(OP_PAGES_STEP, r, &context, &reg.registry_version, || {
+        let (text, origin) = memo.page(OP_PAGES_STEP, r, &context, &reg.registry_version, || {
             let made: PageList<Box<str>> = fresh().into_iter().map(|(s, f)| (s.0, f.0)).collect();
             join_pages(&made)
         });
         let Some(split) = split_pages(&text) else {
             return fresh();
         };
-        let Some(origin) = memo.origin(OP_PAGES_STEP, r, &context) else {
-            return unknown(split);
-        };
         // Page k of the op, short (0) or full (1).
-        let of = |k: usize, which: u8| -> PageOrigin {
-            let mut hasher = blake3::Hasher::new();
-            hasher.update(&origin);
-            hasher.update(&(k as u64).to_le_bytes());
-            hasher.update(&[which]);
-            *hasher.finalize().as_bytes()
+        let of = |k: usize, which: u8| {
+            origin.map(|origin| -> PageOrigin {
+                let mut hasher = blake3::Hasher::new();
+                hasher.update(&origin);
+                hasher.update(&(k as u64).to_le_bytes());
+                hasher.update(&[which]);
+                *hasher.finalize().as_bytes()
+            })
         };
         split
             .into_iter()
             .enumerate()
-            .map(|(k, (s, f))| ((s, Some(of(k, 0))), (f, Some(of(k, 1)))))
+            .map(|(k, (s, f))| ((s, of(k, 0)), (f, of(k, 1))))
             .collect()
     };
     let entity_pages = |path: &str, e: &str, node: &GroupNode, kind: Option<Kind>| {
