@@ -7,7 +7,7 @@
 
 use crate::compiler::memo::Memo;
 use crate::compiler::surfaces::{self, ToolDef};
-use crate::compiler::tokens::{page_sizes, sizes_with};
+use crate::compiler::tokens::{page_sizes, sizes_with, tools_size_by_origin};
 pub use crate::compiler::tokens::{sizes_of, split_at_stamps, Size, Tokens};
 use crate::model::help::HelpDoc;
 use crate::model::help::{compact_json, PageOrigin, PageTexts};
@@ -57,11 +57,18 @@ fn page_stats(sizes: &[Size]) -> Value {
 
 /// The whole report as JSON.
 pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
-    build_memo(reg, &help.texts(), None)
+    build_memo(reg, &help.texts(), None, None)
 }
 
-/// `build`, taking token counts of texts an earlier build counted from `memo`.
-pub fn build_memo(reg: &Registry, help: &PageTexts, memo: Option<&Memo>) -> Value {
+/// `build`, taking token counts of texts an earlier build counted from `memo`; with
+/// `direct_origins` (the origin of each tool of the direct surface, in its order), the direct
+/// surface's count is found tool by tool by them (see [`tools_size_by_origin`]).
+pub fn build_memo(
+    reg: &Registry,
+    help: &PageTexts,
+    memo: Option<&Memo>,
+    direct_origins: Option<&[PageOrigin]>,
+) -> Value {
     let direct = surfaces::direct(reg);
     let gateway = surfaces::gateway(reg);
     let profile_defs: Vec<(&String, Vec<ToolDef>)> = reg
@@ -69,15 +76,22 @@ pub fn build_memo(reg: &Registry, help: &PageTexts, memo: Option<&Memo>) -> Valu
         .keys()
         .map(|name| (name, surfaces::profile(reg, name)))
         .collect();
-    // Every text to count, in one list: the surfaces, then each help page short and full.
-    let mut texts: Vec<String> = vec![
-        surfaces::tools_text(&direct),
-        surfaces::tools_text(&gateway),
-    ];
+    let memo = memo.map(|m| (m, reg.registry_version.as_str()));
+    let direct_size = memo
+        .zip(direct_origins)
+        .and_then(|((m, version), origins)| tools_size_by_origin(&direct, origins, m, version));
+    // Every text to count, in one list: the surfaces (the direct one unless sized above).
+    let mut texts: Vec<String> = Vec::with_capacity(2 + profile_defs.len());
+    if direct_size.is_none() {
+        texts.push(surfaces::tools_text(&direct));
+    }
+    texts.push(surfaces::tools_text(&gateway));
     texts.extend(profile_defs.iter().map(|(_, d)| surfaces::tools_text(d)));
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let memo = memo.map(|m| (m, reg.registry_version.as_str()));
-    let sizes = sizes_with(&refs, true, memo);
+    let mut sizes = sizes_with(&refs, true, memo);
+    if let Some(size) = direct_size {
+        sizes.insert(0, size);
+    }
     // Help pages: the report shows their characters and o200k tokens, so only those are counted
     // (a fleet catalog has thousands of pages; a second encoding doubled the report's cost).
     let page_list: Vec<(&str, Option<&PageOrigin>)> = help

@@ -58,6 +58,15 @@ pub struct ChatTools<'a>(pub &'a [ToolDef<'a>]);
 
 impl serde::Serialize for ChatTools<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(ChatTool))
+    }
+}
+
+/// One tool of [`ChatTools`] (an element of the array), serializable alone.
+pub struct ChatTool<'a>(pub &'a ToolDef<'a>);
+
+impl serde::Serialize for ChatTool<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(serde::Serialize)]
         struct Tool<'a> {
             #[serde(rename = "type")]
@@ -70,14 +79,16 @@ impl serde::Serialize for ChatTools<'_> {
             description: &'a str,
             parameters: &'a Value,
         }
-        s.collect_seq(self.0.iter().map(|d| Tool {
+        let d = self.0;
+        Tool {
             kind: "function",
             function: Function {
                 name: &d.name,
                 description: &d.description,
                 parameters: &d.parameters,
             },
-        }))
+        }
+        .serialize(s)
     }
 }
 

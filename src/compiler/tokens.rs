@@ -205,6 +205,18 @@ pub struct Size {
     pub cl100k: usize,
 }
 
+impl std::ops::Add for Size {
+    type Output = Size;
+
+    fn add(self, other: Size) -> Size {
+        Size {
+            chars: self.chars + other.chars,
+            o200k: self.o200k + other.o200k,
+            cl100k: self.cl100k + other.cl100k,
+        }
+    }
+}
+
 impl Size {
     pub fn of(text: &str) -> Size {
         let t = Tokens::get();
@@ -421,6 +433,91 @@ fn page_size(
     }
 }
 
+/// The memo step of one tool's share of a tools array's size, found by the tool's origin (see
+/// [`tools_size_by_origin`]).
+const TOOL_SIZE_BY_ORIGIN_STEP: &str = "report tool size by origin 1";
+
+/// How many tools a job of [`tools_size_by_origin`] sizes.
+const TOOLS_PER_JOB: usize = 512;
+
+/// The size of the tools array a provider receives for `defs` (the compact text of
+/// `surfaces::tools_text`), the sum of each tool's share, remembered by the tool's origin: a
+/// digest of what shapes its definition, one per tool (`origins[i]` is `defs[i]`'s). A rebuild
+/// where one tool changed neither writes the array nor hashes it (a surface of 10,000 tools is
+/// 18 MB).
+///
+/// A tool's share is its compact text from the `type` key after its `{"` up to the `type` key of
+/// the next tool (the first also has the `[{"` before, the last the `]` after): where
+/// `split_at_stamps` cuts a tools array, since every tool opens `{"type"` after `},`. The cuts
+/// inside a share depend only on its own bytes, so the shares' sizes add up to the array's
+/// (a test compares them with the whole text's). `None` for an empty array, origins that do not
+/// match, or a tool whose text holds `version` (a stamp `split_at_stamps` would cut out; a
+/// description holding its own registry's digest): the caller counts the text.
+pub(crate) fn tools_size_by_origin(
+    defs: &[crate::compiler::surfaces::ToolDef],
+    origins: &[crate::model::help::PageOrigin],
+    memo: &Memo,
+    version: &str,
+) -> Option<Size> {
+    if defs.is_empty() || defs.len() != origins.len() {
+        return None;
+    }
+    let last = defs.len() - 1;
+    let share = |i: usize| -> Option<Size> {
+        // Which of the array's ends the share holds: none, the `[`, the `]`, or both.
+        let ends = u8::from(i == 0) | (u8::from(i == last) << 1);
+        let entry = memo.get_or_compute_pieces(
+            TOOL_SIZE_BY_ORIGIN_STEP,
+            &[&[ends], &origins[i][..]],
+            || {
+                let array = crate::compiler::surfaces::tools_text(std::slice::from_ref(&defs[i]));
+                // `[{"type"...}]`: the tool is between the brackets, its `type` key after `[{"`.
+                let (Some(tool), Some(rest)) = (
+                    array.get(1..array.len().saturating_sub(1)),
+                    array.get(3..array.len().saturating_sub(1)),
+                ) else {
+                    return "uncut".into();
+                };
+                let share = match ends {
+                    0 => format!("{rest},{{\""),
+                    1 => format!("[{tool},{{\""),
+                    2 => format!("{rest}]"),
+                    _ => array.clone(),
+                };
+                let (parts, stamps) = split_at_stamps(&share, version);
+                if stamps > 0 || !array.starts_with("[{\"type\"") {
+                    return "uncut".into();
+                }
+                let t = Tokens::get();
+                let o200k: usize = parts.iter().map(|p| t.o200k(p)).sum();
+                let cl100k: usize = parts.iter().map(|p| t.cl100k(p)).sum();
+                format!("{} {o200k} {cl100k}", share.chars().count())
+            },
+        );
+        let numbers: Vec<usize> = entry.split(' ').map_while(|n| n.parse().ok()).collect();
+        match numbers.as_slice() {
+            &[chars, o200k, cl100k] => Some(Size {
+                chars,
+                o200k,
+                cl100k,
+            }),
+            // "uncut", or an entry that passed its check but is not this step's.
+            _ => None,
+        }
+    };
+    let jobs: Vec<std::ops::Range<usize>> = (0..defs.len())
+        .step_by(TOOLS_PER_JOB)
+        .map(|from| from..(from + TOOLS_PER_JOB).min(defs.len()))
+        .collect();
+    let sums = crate::compiler::parallel::map_in_order(&jobs, |range| {
+        range
+            .clone()
+            .try_fold(Size::default(), |sum, i| Some(sum + share(i)?))
+    });
+    sums.into_iter()
+        .try_fold(Size::default(), |sum, size| Some(sum + size?))
+}
+
 /// `text` cut where both BPE encodings' pre-tokenizers must cut too, so the token count of
 /// `text` is the sum of its parts' counts and the stamps'. Incremental builds count (and
 /// remember) each part apart: a page whose only change is the registry version, or a surface
@@ -476,6 +573,52 @@ pub fn split_at_stamps<'t>(text: &'t str, stamp: &str) -> (Vec<&'t str>, usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The direct surface sized tool by tool from origins is the size of its whole text: made
+    /// and remembered, then served, and served under another registry version; on the repo's
+    /// catalogs and LiveMCPBench's (schemas with arrays of objects, whose `},{"` are cut inside
+    /// a tool), and on surfaces of one and two tools. A tool holding the version is left to the
+    /// whole text when `split_at_stamps` would cut it out.
+    #[test]
+    fn a_surface_sized_tool_by_tool_is_its_whole_text_sized() {
+        use crate::compiler::surfaces::{direct, tools_text};
+        let dirs = crate::compiler::REPO_CATALOGS
+            .into_iter()
+            .chain(["tests/catalogs/fleet/livemcp"]);
+        let mut inner_cuts = 0;
+        for dir in dirs {
+            let reg = crate::compiler::compile_repo_catalog(dir);
+            let defs = direct(&reg);
+            let origins: Vec<[u8; 32]> = defs
+                .iter()
+                .map(|d| *blake3::hash(tools_text(std::slice::from_ref(d)).as_bytes()).as_bytes())
+                .collect();
+            let memo = Memo::new("test");
+            for n in [defs.len(), 1, 2] {
+                let (defs, origins) = (&defs[..n], &origins[..n]);
+                let text = tools_text(defs);
+                inner_cuts += text.matches("},{\"").count().saturating_sub(n - 1);
+                let whole = Size::of(&text);
+                for version in ["b3:0011", "b3:0011", "b3:2233"] {
+                    let by_origin = tools_size_by_origin(defs, origins, &memo, version);
+                    assert_eq!(by_origin, Some(whole), "{dir}, {n} tools, {version}");
+                }
+            }
+            // A version inside a word is text like any other; one alone in a string is cut.
+            let version = "b3:4455";
+            let mut stamped = defs[..2].to_vec();
+            stamped[1].description = format!("Made under {version}.");
+            let whole = Size::of(&tools_text(&stamped));
+            let size = tools_size_by_origin(&stamped, &[[1; 32], [2; 32]], &memo, version);
+            assert_eq!(size, Some(whole), "{dir}");
+            stamped[1].description = version.into();
+            let size = tools_size_by_origin(&stamped, &[[1; 32], [3; 32]], &memo, version);
+            assert_eq!(size, None, "{dir}");
+        }
+        assert!(inner_cuts > 0, "no tool was cut inside");
+        let memo = Memo::new("test");
+        assert_eq!(tools_size_by_origin(&[], &[], &memo, "b3:00"), None);
+    }
 
     /// A page's size served from the memo under another registry version is the size counted
     /// afresh: for a stamp cut out (quoted), two stamps, a stamp glued to a word (never cut

@@ -190,7 +190,7 @@ impl Emitter {
             // made of (about 40 MB at 10,000 ops), which are held until then.
             Emitter::Registry => 0,
             Emitter::Surfaces => 5,
-            Emitter::Ts => 6,
+            Emitter::Ts => 4,
             #[cfg(feature = "runtime")]
             Emitter::Search => 2,
             Emitter::Zod | Emitter::Python | Emitter::Codemode => 3,
@@ -218,9 +218,14 @@ impl Emitter {
                 shared.done_with_help();
                 return Made::Indexed(files, lookup::Spans::Help(spans));
             }
-            Emitter::Surfaces => surfaces::emit(reg),
+            Emitter::Surfaces => surfaces::emit(reg, shared.page_memo(reg).as_ref()),
             Emitter::Report => {
-                let files = report::emit(reg, &shared.help(reg), settings.memo.as_deref());
+                let files = report::emit(
+                    reg,
+                    &shared.help(reg),
+                    settings.memo.as_deref(),
+                    shared.page_memo(reg).as_ref(),
+                );
                 shared.done_with_help();
                 files
             }

@@ -54,14 +54,11 @@ impl PageMemo<'_> {
         let Some(input) = self.input(r, context) else {
             return (compute(), None);
         };
-        let mut origin = blake3::Hasher::new();
-        origin.update(&(step.len() as u64).to_le_bytes());
-        origin.update(step.as_bytes());
-        origin.update(&input);
+        let origin = origin_of(step, &input);
         let text = self
             .memo
             .get_or_compute_stamped(step, &input, version, compute);
-        (text, Some(*origin.finalize().as_bytes()))
+        (text, Some(origin))
     }
 
     /// `page` for a page that carries no registry version (a docs page of one op).
@@ -76,6 +73,33 @@ impl PageMemo<'_> {
             Some(input) => self.memo.get_or_compute(step, &input, compute).to_string(),
             None => compute(),
         }
+    }
+
+    /// `unstamped_page` as the memo holds it, for a caller that copies it into a larger text
+    /// (a second copy of every op's text was a tenth of what a surface file cost).
+    pub(crate) fn unstamped_text(
+        &self,
+        step: &str,
+        r: &crate::model::registry::OpRecord,
+        context: &[&str],
+        compute: impl FnOnce() -> String,
+    ) -> crate::compiler::memo::Text {
+        match self.input(r, context) {
+            Some(input) => self.memo.get_or_compute(step, &input, compute),
+            None => std::sync::Arc::<str>::from(compute()).into(),
+        }
+    }
+
+    /// The origin of op `r`'s text of `step` (see [`PageMemo::page`]): a digest of what shapes
+    /// it, for a later step to remember what it derives from that text by (`None` for an op
+    /// without a digest).
+    pub(crate) fn origin(
+        &self,
+        step: &str,
+        r: &crate::model::registry::OpRecord,
+        context: &[&str],
+    ) -> Option<crate::model::help::PageOrigin> {
+        self.input(r, context).map(|input| origin_of(step, &input))
     }
 
     /// `step`'s value for op `r` (shaped by its record and `context`) when an earlier build or
@@ -113,4 +137,13 @@ impl PageMemo<'_> {
         }
         Some(input)
     }
+}
+
+/// The origin of a text: its step, length-prefixed, and the memo input it is made from.
+fn origin_of(step: &str, input: &[u8]) -> crate::model::help::PageOrigin {
+    let mut origin = blake3::Hasher::new();
+    origin.update(&(step.len() as u64).to_le_bytes());
+    origin.update(step.as_bytes());
+    origin.update(input);
+    *origin.finalize().as_bytes()
 }

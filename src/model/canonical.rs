@@ -272,6 +272,16 @@ fn top_level_value(text: &[u8], key: &[u8]) -> Option<usize> {
     None
 }
 
+/// `value` as serde_json's pretty form writes it `depth` levels down (an element of an array
+/// inside the top-level object is two): what goes after that array's line break and indentation,
+/// so a file can be put together from values written apart.
+pub fn write_pretty_at<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T, depth: usize) {
+    let mut writer = serde_json::Serializer::with_formatter(out, PrettyAt::depth(depth));
+    value
+        .serialize(&mut writer)
+        .expect("a value serializes into memory");
+}
+
 /// serde_json's `PrettyFormatter` (two spaces a level) for a value that starts `depth` levels
 /// down: its own indentation is private, and re-indenting its output afterwards cost a pass
 /// over every op's text.
