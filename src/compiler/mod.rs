@@ -21,6 +21,7 @@ pub mod learn;
 pub mod lint;
 pub mod load;
 pub mod memo;
+pub(crate) mod memo_sizes;
 pub mod normalize;
 pub mod overlay;
 pub mod overlay_schema;

@@ -6,8 +6,9 @@
 //! once, and the counts are spread over the machine's cores.
 
 use crate::compiler::memo::Memo;
+use crate::compiler::memo_sizes::{page_sizes, tools_size_by_origin};
 use crate::compiler::surfaces::{self, ToolDef};
-use crate::compiler::tokens::{page_sizes, sizes_with, tools_size_by_origin};
+use crate::compiler::tokens::sizes_with;
 pub use crate::compiler::tokens::{sizes_of, split_at_stamps, Size, Tokens};
 use crate::model::help::HelpDoc;
 use crate::model::help::{compact_json, PageOrigin, PageTexts};
@@ -62,7 +63,7 @@ pub fn build(reg: &Registry, help: &HelpDoc) -> Value {
 
 /// `build`, taking token counts of texts an earlier build counted from `memo`; with
 /// `direct_origins` (the origin of each tool of the direct surface, in its order), the direct
-/// surface's count is found tool by tool by them (see [`tools_size_by_origin`]).
+/// surface's count is found tool by tool by them (`memo_sizes::tools_size_by_origin`).
 pub fn build_memo(
     reg: &Registry,
     help: &PageTexts,
