@@ -69,14 +69,11 @@ impl PageMemo<'_> {
         context: &[&str],
         compute: impl FnOnce() -> String,
     ) -> String {
-        match self.input(r, context) {
-            Some(input) => self.memo.get_or_compute(step, &input, compute).to_string(),
-            None => compute(),
-        }
+        self.unstamped_text(step, r, context, compute).to_string()
     }
 
     /// `unstamped_page` as the memo holds it, for a caller that copies it into a larger text
-    /// (a second copy of every op's text was a tenth of what a surface file cost).
+    /// (without a copy of its own first).
     pub(crate) fn unstamped_text(
         &self,
         step: &str,
