@@ -118,8 +118,7 @@ fn page_size(
         let tokens: usize = parts.iter().map(|p| Tokens::get().o200k(p)).sum();
         format!("{chars} {stamps} {tokens}")
     });
-    let numbers: Vec<usize> = entry.split(' ').map_while(|n| n.parse().ok()).collect();
-    match numbers.as_slice() {
+    match numbers(&entry).as_slice() {
         &[chars, stamps, tokens] => Size {
             chars: chars + stamps * version.chars().count(),
             o200k: tokens + stamps * version_tokens,
@@ -128,6 +127,11 @@ fn page_size(
         // "uncut", or an entry that passed its check but is not this step's.
         _ => whole(),
     }
+}
+
+/// The numbers of a size entry (space-separated), as far as they read.
+fn numbers(entry: &str) -> Vec<usize> {
+    entry.split(' ').map_while(|n| n.parse().ok()).collect()
 }
 
 /// The memo step of one tool's share of a tools array's size, found by the tool's origin (see
@@ -169,7 +173,8 @@ pub(crate) fn tools_size_by_origin(
             || {
                 let array = crate::compiler::surfaces::tools_text(std::slice::from_ref(&defs[i]));
                 // `[{"type"...}]`: the tool is between the brackets, its `type` key after `[{"`.
-                let (Some(tool), Some(rest)) = (
+                let (true, Some(tool), Some(rest)) = (
+                    array.starts_with("[{\"type\""),
                     array.get(1..array.len().saturating_sub(1)),
                     array.get(3..array.len().saturating_sub(1)),
                 ) else {
@@ -182,7 +187,7 @@ pub(crate) fn tools_size_by_origin(
                     _ => array.clone(),
                 };
                 let (parts, stamps) = split_at_stamps(&share, version);
-                if stamps > 0 || !array.starts_with("[{\"type\"") {
+                if stamps > 0 {
                     return "uncut".into();
                 }
                 let t = Tokens::get();
@@ -191,8 +196,7 @@ pub(crate) fn tools_size_by_origin(
                 format!("{} {o200k} {cl100k}", share.chars().count())
             },
         );
-        let numbers: Vec<usize> = entry.split(' ').map_while(|n| n.parse().ok()).collect();
-        match numbers.as_slice() {
+        match numbers(&entry).as_slice() {
             &[chars, o200k, cl100k] => Some(Size {
                 chars,
                 o200k,

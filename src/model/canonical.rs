@@ -182,8 +182,7 @@ pub fn op_artifact_text(record: &crate::model::registry::OpRecord) -> String {
         keep: ARTIFACT_KEEPS_ORDER,
         hashed: false,
     };
-    let mut writer = serde_json::Serializer::with_formatter(&mut bytes, PrettyAt::depth(2));
-    serde::Serialize::serialize(&op, &mut writer).expect("an op always serializes");
+    write_pretty_at(&mut bytes, &op, 2);
     String::from_utf8(bytes).expect("serde_json writes UTF-8")
 }
 
