@@ -768,12 +768,14 @@ pub(crate) fn render(
             // The page shows the op's record and the registry's name (not its version).
             Some(memo) => {
                 let mut failed = None;
-                let text = memo.unstamped_page(OP_PAGE_STEP, r, &[&reg.name], || {
-                    make().unwrap_or_else(|d| {
-                        failed = Some(d);
-                        String::new()
+                let text = memo
+                    .unstamped_text(OP_PAGE_STEP, r, &[&reg.name], || {
+                        make().unwrap_or_else(|d| {
+                            failed = Some(d);
+                            String::new()
+                        })
                     })
-                });
+                    .to_string();
                 failed.map_or(Ok(text), Err)
             }
             None => make(),

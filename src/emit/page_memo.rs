@@ -61,19 +61,9 @@ impl PageMemo<'_> {
         (text, Some(origin))
     }
 
-    /// `page` for a page that carries no registry version (a docs page of one op).
-    pub(crate) fn unstamped_page(
-        &self,
-        step: &str,
-        r: &crate::model::registry::OpRecord,
-        context: &[&str],
-        compute: impl FnOnce() -> String,
-    ) -> String {
-        self.unstamped_text(step, r, context, compute).to_string()
-    }
-
-    /// `unstamped_page` as the memo holds it, for a caller that copies it into a larger text
-    /// (without a copy of its own first).
+    /// `page` for a text that carries no registry version (a docs page of one op, its
+    /// TypeScript, its tool in `direct.json`), as the memo holds it: a caller copies it into
+    /// its file without a copy of its own first.
     pub(crate) fn unstamped_text(
         &self,
         step: &str,

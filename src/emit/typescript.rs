@@ -310,7 +310,7 @@ fn generate_with(reg: &Registry, memo: Option<&super::PageMemo>) -> String {
         let declare = || op_declarations(r, stem) + &result_declarations(r, stem);
         match memo {
             Some(memo) => {
-                o.push_str(&memo.unstamped_page(OP_DECLARATIONS_STEP, r, &[stem], declare))
+                o.push_str(&memo.unstamped_text(OP_DECLARATIONS_STEP, r, &[stem], declare))
             }
             None => o.push_str(&declare()),
         }
