@@ -204,14 +204,19 @@ impl Emitter {
         let files = match self {
             Emitter::Rust => {
                 let pieces = rust::emit(reg, shared.page_memo(reg).as_ref(), diags);
-                return Made::Pieces(rust::FILE.to_string(), pieces);
+                return Made::Pieces(rust::FILE.to_string(), pieces, None);
             }
             Emitter::Registry => {
-                let (files, spans) = match shared.take_op_texts(reg) {
-                    Some(texts) => registry_json::emit_from_texts(reg, texts),
-                    None => registry_json::emit_spanned(reg),
+                let Some(texts) = shared.take_op_texts(reg) else {
+                    let (files, spans) = registry_json::emit_spanned(reg);
+                    return Made::Indexed(files, lookup::Spans::Registry(spans));
                 };
-                return Made::Indexed(files, lookup::Spans::Registry(spans));
+                let (pieces, spans) = registry_json::pieces_from_texts(reg, texts);
+                return Made::Pieces(
+                    registry_json::FILE.to_string(),
+                    pieces,
+                    Some(lookup::Spans::Registry(spans)),
+                );
             }
             Emitter::Help => {
                 let (files, spans) = help::emit(&shared.help(reg));
@@ -254,11 +259,12 @@ impl Emitter {
 }
 
 /// What one emitter made: files, files with where each op or page lies in them (for
-/// `lookup.json`), or one file as pieces to put together (see [`Outputs::prepare_pieces`]).
+/// `lookup.json`), or one file as pieces to put together (see [`Outputs::prepare_pieces`]),
+/// with where each op lies in it when it is JSON.
 enum Made {
     Files(FileMap),
     Indexed(FileMap, lookup::Spans),
-    Pieces(String, Vec<String>),
+    Pieces(String, Vec<String>, Option<lookup::Spans>),
 }
 
 /// The artifacts of the chosen emitters, manifest included. Emitters that can only do part of
@@ -316,13 +322,14 @@ pub fn emit_outputs(
                 let (prepared, size) = files(made);
                 (prepared, size, lookup.then_some(spans))
             }
-            Made::Pieces(path, mut pieces) => {
+            Made::Pieces(path, mut pieces, spans) => {
                 let size = (1, pieces.iter().map(String::len).sum::<usize>());
                 for piece in pieces.iter_mut() {
                     escape_raw_controls(&path, piece);
                 }
                 let output = outputs_ref.prepare_pieces(&path, pieces);
-                (vec![(path, output)], size, None)
+                // Spans come with JSON only, which `escape_raw_controls` leaves as it is.
+                (vec![(path, output)], size, spans.filter(|_| lookup))
             }
         };
         (i, prepared, size, d, spans)

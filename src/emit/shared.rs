@@ -14,7 +14,7 @@ pub(super) struct Shared<'a> {
     help: std::sync::Mutex<HelpPages>,
     op_digests: std::sync::OnceLock<OpDigests>,
     /// Each op's text in `registry.json`, made with the digests when the registry emitter runs
-    /// and taken by it (see [`super::registry_json::emit_from_texts`]).
+    /// and taken by it (see [`super::registry_json::pieces_from_texts`]).
     op_texts: std::sync::Mutex<Option<Vec<String>>>,
     keep_op_texts: bool,
 }
