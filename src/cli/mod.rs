@@ -8,6 +8,7 @@ mod args;
 mod build;
 mod diff;
 mod learn;
+mod lock_file;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod page_text;

@@ -18,6 +18,10 @@
 //! fingerprint and manifest it names, and the memo checks each segment (see [`Memo`]). A cache
 //! that cannot be read, or a `.toolreg-cache` that is a link or a file, is ignored (the build
 //! runs in full) and never written through.
+//!
+//! Why it is one file: what a no-change build may trust (the record, the files' identity, the
+//! memo's file beside them) is one argument, read top to bottom; about 180 of its lines are
+//! tests.
 
 use crate::compiler::memo::{Memo, MemoFile};
 use crate::emit::{manifest_hash, Emitter, MANIFEST};
@@ -117,6 +121,14 @@ impl BuildCache {
         let path = self.dir.join(name);
         let meta = fs::symlink_metadata(&path).ok()?;
         (self.usable() && meta.file_type().is_file()).then_some(path)
+    }
+
+    /// Whether an earlier build left a memo here (whether it is this binary's, or whole, is
+    /// known only once it is read): the build is a rebuild.
+    pub fn holds_memo(&self) -> bool {
+        self.file(MEMO_FILE)
+            .and_then(|p| fs::metadata(p).ok())
+            .is_some_and(|m| m.len() > 0)
     }
 
     /// The memo of earlier builds by this binary (empty when there is none), spilling what this
@@ -695,5 +707,25 @@ mod tests {
         std::os::unix::fs::symlink("moved", out.join("sub")).unwrap();
         assert_eq!(seen_now(out, at), None);
         assert_eq!(output_state_at(out, &record, at), OutputState::Changed);
+    }
+
+    /// A build is a rebuild once a memo was saved, and only then: not in a new folder, nor in
+    /// one whose memo is empty or not a plain file.
+    #[test]
+    fn a_folder_holds_a_memo_once_one_is_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = BuildCache::for_output(dir.path());
+        assert!(!cache.holds_memo());
+        let memo = Memo::new("salt");
+        memo.get_or_compute("step", b"input", || "text".to_string());
+        cache.save(Some(&memo), None);
+        assert!(cache.holds_memo());
+        let file = dir.path().join(CACHE_DIR).join(MEMO_FILE);
+        fs::write(&file, b"").unwrap();
+        assert!(!cache.holds_memo());
+        fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &file).unwrap();
+        fs::write(dir.path().join("elsewhere"), b"toolreg-memo").unwrap();
+        assert!(!cache.holds_memo());
     }
 }
