@@ -58,8 +58,9 @@ fn batch_allocator(compiles: bool) {
     }
 }
 
-/// For a rebuild, one that finds an earlier build's memo: freed memory is never returned to the
-/// OS until the process ends. Such a build runs about a second and frees much of what it took
+/// For a rebuild, one that finds a memo this binary saved (after an upgrade a build recomputes
+/// everything, as a full build does): freed memory is never returned to the OS until the
+/// process ends. Such a build runs about a second and frees much of what it took
 /// (the definitions' parsed text, the memo's read buffers) just before it takes as much again
 /// for the outputs; returned after 100 ms (`batch_allocator`), that memory was faulted back in:
 /// at 10,000 tools, one tool changed, 189,000 faults against 136,000 and 1.84 s of CPU against

@@ -42,6 +42,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// The file's first bytes, with the format's version.
 const MAGIC: &[u8] = b"toolreg-memo 3\n";
 
+/// How many bytes open a memo file: its format, then its binary's salt (see [`is_head_of`]).
+pub const HEAD_LEN: usize = MAGIC.len() + 32;
+
+/// Whether `head`, a memo file's first [`HEAD_LEN`] bytes, opens a file of this format written
+/// by the binary `salt` names: one whose entries a build by that binary can use.
+pub fn is_head_of(salt: &str, head: &[u8]) -> bool {
+    head.len() == HEAD_LEN
+        && head[..MAGIC.len()] == *MAGIC
+        && head[MAGIC.len()..] == *blake3::hash(salt.as_bytes()).as_bytes()
+}
+
 /// A segment's head: how many entries it holds, its values' length and the blake3 of the rest
 /// (the entries' keys and lengths, then the values).
 const SEGMENT_HEAD: usize = 8 + 8 + 32;
@@ -595,7 +606,7 @@ fn stored_from(salt: &Key, file: MemoFile) -> Stored {
         len: mut left,
     } = file;
     let mut stored = Stored::default();
-    let mut head = [0u8; MAGIC.len() + 32];
+    let mut head = [0u8; HEAD_LEN];
     if left < head.len() as u64 || reader.read_exact(&mut head).is_err() {
         return stored;
     }

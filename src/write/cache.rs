@@ -123,12 +123,15 @@ impl BuildCache {
         (self.usable() && meta.file_type().is_file()).then_some(path)
     }
 
-    /// Whether an earlier build left a memo here (whether it is this binary's, or whole, is
-    /// known only once it is read): the build is a rebuild.
+    /// Whether an earlier build by this binary left its memo here (by the file's head; whether
+    /// its entries are whole is known once they are read): the build is a rebuild.
     pub fn holds_memo(&self) -> bool {
+        use std::io::Read as _;
+        let mut head = [0u8; crate::compiler::memo::HEAD_LEN];
         self.file(MEMO_FILE)
-            .and_then(|p| fs::metadata(p).ok())
-            .is_some_and(|m| m.len() > 0)
+            .and_then(|p| fs::File::open(p).ok())
+            .is_some_and(|mut f| f.read_exact(&mut head).is_ok())
+            && crate::compiler::memo::is_head_of(&binary_identity(), &head)
     }
 
     /// The memo of earlier builds by this binary (empty when there is none), spilling what this
@@ -709,23 +712,29 @@ mod tests {
         assert_eq!(output_state_at(out, &record, at), OutputState::Changed);
     }
 
-    /// A build is a rebuild once a memo was saved, and only then: not in a new folder, nor in
-    /// one whose memo is empty or not a plain file.
+    /// A build is a rebuild once this binary saved a memo, and only then: not in a new folder,
+    /// nor in one whose memo another binary wrote, is empty or is not a plain file.
     #[test]
-    fn a_folder_holds_a_memo_once_one_is_saved() {
+    fn a_folder_holds_a_memo_once_this_binary_saved_one() {
         let dir = tempfile::tempdir().unwrap();
         let cache = BuildCache::for_output(dir.path());
         assert!(!cache.holds_memo());
-        let memo = Memo::new("salt");
-        memo.get_or_compute("step", b"input", || "text".to_string());
-        cache.save(Some(&memo), None);
-        assert!(cache.holds_memo());
         let file = dir.path().join(CACHE_DIR).join(MEMO_FILE);
+        for (salt, ours) in [("another toolreg", false), (&*binary_identity(), true)] {
+            let memo = Memo::new(salt);
+            memo.get_or_compute("step", b"input", || "text".to_string());
+            let _ = fs::remove_file(&file);
+            cache.save(Some(&memo), None);
+            assert!(file.is_file());
+            assert_eq!(cache.holds_memo(), ours, "{salt}");
+        }
+        let saved = fs::read(&file).unwrap();
         fs::write(&file, b"").unwrap();
         assert!(!cache.holds_memo());
         fs::remove_file(&file).unwrap();
-        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &file).unwrap();
-        fs::write(dir.path().join("elsewhere"), b"toolreg-memo").unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        fs::write(&elsewhere, saved).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
         assert!(!cache.holds_memo());
     }
 }
