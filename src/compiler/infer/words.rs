@@ -198,7 +198,7 @@ impl Lexicon {
         if self.keep_plural.contains(w) || !w.chars().all(|c| c.is_ascii_alphabetic()) {
             return w.to_string();
         }
-        pluralizer::pluralize(w, 1, false)
+        inflected(w, Number::Singular)
     }
 
     /// English plural of a singular noun.
@@ -206,8 +206,39 @@ impl Lexicon {
         if self.keep_plural.contains(w) || !w.chars().all(|c| c.is_ascii_alphabetic()) {
             return w.to_string();
         }
-        pluralizer::pluralize(w, 2, false)
+        inflected(w, Number::Plural)
     }
+}
+
+#[derive(Clone, Copy)]
+enum Number {
+    Singular = 0,
+    Plural = 1,
+}
+
+/// The most words whose inflections a thread keeps, in each number; a word past them is
+/// inflected each time it is asked for (a catalog's names hold a few thousand).
+const KEPT_INFLECTIONS: usize = 50_000;
+
+/// `w` in `number`, by pluralizer, kept per thread. pluralizer builds its rules and tries dozens
+/// of patterns on every call, behind one process-wide lock: at ToolSDK's 8,010 tools (no
+/// overlay, so every name is inferred) that was 3% of a one-tool rebuild's CPU, all of it on
+/// the compile's one serial thread, for words asked for again and again.
+fn inflected(w: &str, number: Number) -> String {
+    thread_local!(static KEPT: std::cell::RefCell<[std::collections::HashMap<String, String>; 2]> =
+        Default::default());
+    KEPT.with(|kept| {
+        let n = number as usize;
+        if let Some(v) = kept.borrow()[n].get(w) {
+            return v.clone();
+        }
+        let v = pluralizer::pluralize(w, if n == 0 { 1 } else { 2 }, false);
+        let mut kept = kept.borrow_mut();
+        if kept[n].len() < KEPT_INFLECTIONS {
+            kept[n].insert(w.to_string(), v.clone());
+        }
+        v
+    })
 }
 
 #[cfg(test)]
@@ -216,6 +247,39 @@ mod tests {
 
     fn words(n: &str) -> Vec<String> {
         split_name(n).words
+    }
+
+    /// A kept inflection is pluralizer's, asked once or again, in either number and either
+    /// order; the lexicon's exceptions and words with digits stay as they are.
+    #[test]
+    fn kept_inflections_are_pluralizers() {
+        let lx = Lexicon::get();
+        let words = [
+            "tasks", "task", "people", "person", "indices", "index", "status", "boxes",
+        ];
+        for round in 0..2 {
+            for w in words {
+                assert_eq!(
+                    lx.singular(w),
+                    pluralizer::pluralize(w, 1, false),
+                    "{w} {round}"
+                );
+                assert_eq!(
+                    lx.plural(w),
+                    pluralizer::pluralize(w, 2, false),
+                    "{w} {round}"
+                );
+            }
+        }
+        assert_eq!(lx.singular("tasks"), "task");
+        assert_eq!(lx.plural("person"), "people");
+        assert_eq!(lx.singular("v2s"), "v2s");
+        let kept = lx
+            .keep_plural
+            .iter()
+            .next()
+            .expect("the lexicon keeps some plurals");
+        assert_eq!(&lx.singular(kept), kept);
     }
 
     #[test]
