@@ -10,7 +10,7 @@ use toolreg::builder::{generate, generate_outputs};
 use toolreg::diag::Diagnostics;
 use toolreg::emit::outputs::{Artifacts as _, Outputs};
 use toolreg::output::{self, Ownership};
-use toolreg::write::cache::{self, BuildCache, BuildInputs, BuildRecord};
+use toolreg::write::cache::{self, BuildCache, BuildInputs, BuildRecord, Said};
 
 /// Compiles and writes every artifact (all-or-nothing), then keeps `toolreg.lock` current. A
 /// build whose inputs, options and toolreg are those of the last one, into a folder still as
@@ -119,18 +119,18 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
         .registry
         .as_ref()
         .expect("files imply a registry");
-    let (written, lock_update) = std::thread::scope(|scope| {
+    // While the outputs are written: the lock, and what the build said as its record keeps it.
+    let (written, lock_update, said) = std::thread::scope(|scope| {
         let lock_update =
             keep_lock.then(|| scope.spawn(|| LockUpdate::prepare(&defs.definitions, reg)));
+        let said = print
+            .is_some()
+            .then(|| scope.spawn(|| Said::of(&g.compiled.diagnostics)));
         let written = match &claim {
             Some(claim) => claim.write(&files),
             None => output::write(&out.out, &files, Ownership::Folder),
         };
-        let lock_update = lock_update.map(|h| {
-            h.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
-        (written, lock_update)
+        (written, lock_update.map(joined), said.map(joined))
     });
     progress.finish();
     let code = match written {
@@ -159,7 +159,7 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
                         keep_lock
                             .then(|| cache::lock_hash(&defs.definitions))
                             .flatten(),
-                        &g.compiled.diagnostics,
+                        said?,
                         reg,
                         files.count(),
                         quarantined,
@@ -189,6 +189,13 @@ pub(super) fn build(defs: Definitions, out: Out, format: Format, lock: bool) -> 
     std::mem::forget(memo);
     std::mem::forget(g.compiled);
     code
+}
+
+/// A scoped thread's result; its panic goes on in the caller.
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// The last build's record, when this build would be the same one: same fingerprint, the folder
