@@ -216,9 +216,11 @@ enum Number {
     Plural = 1,
 }
 
-/// The most words whose inflections a thread keeps, in each number; a word past them is
-/// inflected each time it is asked for (a catalog's names hold a few thousand).
+/// The most words whose inflections a thread keeps, in each number, and the longest kept (in
+/// bytes); any other word is inflected each time it is asked for. A catalog's names hold a few
+/// thousand short words; a hostile one keeps at most a few MB here.
 const KEPT_INFLECTIONS: usize = 50_000;
+const KEPT_WORD_MAX: usize = 48;
 
 /// `w` in `number`, by pluralizer, kept per thread. pluralizer builds its rules and tries dozens
 /// of patterns on every call, behind one process-wide lock: at ToolSDK's 8,010 tools (no
@@ -234,7 +236,7 @@ fn inflected(w: &str, number: Number) -> String {
         }
         let v = pluralizer::pluralize(w, if n == 0 { 1 } else { 2 }, false);
         let mut kept = kept.borrow_mut();
-        if kept[n].len() < KEPT_INFLECTIONS {
+        if kept[n].len() < KEPT_INFLECTIONS && w.len() <= KEPT_WORD_MAX {
             kept[n].insert(w.to_string(), v.clone());
         }
         v
@@ -274,6 +276,8 @@ mod tests {
         assert_eq!(lx.singular("tasks"), "task");
         assert_eq!(lx.plural("person"), "people");
         assert_eq!(lx.singular("v2s"), "v2s");
+        let long = "antidisestablishmentarianisms".repeat(2);
+        assert_eq!(lx.singular(&long), pluralizer::pluralize(&long, 1, false));
         let kept = lx
             .keep_plural
             .iter()
