@@ -46,15 +46,22 @@ static SMALL_ARENAS: extern "C" fn() = {
 /// in the environment is left to mimalloc (`-1`: never). The long-running `serve` keeps the
 /// default.
 fn batch_allocator(compiles: bool) {
-    // `mi_option_purge_delay` in mimalloc's `mi_option_e`; mimalloc keeps option numbers stable
-    // (retired ones stay as `deprecated_` placeholders). In milliseconds.
-    const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: sets a process-wide option; called once, before the work starts.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 100) };
-    }
+    set_purge_delay(100);
     if compiles {
         no_huge_pages();
+    }
+}
+
+/// Sets how long freed memory lies unused before mimalloc returns it to the OS (milliseconds;
+/// -1: never), unless `MIMALLOC_PURGE_DELAY` in the environment says it.
+fn set_purge_delay(ms: std::ffi::c_long) {
+    // `mi_option_purge_delay` in mimalloc's `mi_option_e`; mimalloc keeps option numbers stable
+    // (retired ones stay as `deprecated_` placeholders).
+    const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets a process-wide option in mimalloc's option table, which it reads at
+        // each later purge.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms) };
     }
 }
 
@@ -68,11 +75,7 @@ fn batch_allocator(compiles: bool) {
 /// performance). A full build keeps returning it: kept, its peak passed 500 MiB (480 -> 580 MB)
 /// for 5% of CPU. `MIMALLOC_PURGE_DELAY` set in the environment is left to mimalloc.
 pub(crate) fn keep_freed_memory() {
-    const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: sets a process-wide option, which mimalloc reads at each later purge.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
-    }
+    set_purge_delay(-1);
 }
 
 /// mimalloc asks the kernel for transparent huge pages on its arenas. On the virtual machines

@@ -48,9 +48,12 @@ pub const HEAD_LEN: usize = MAGIC.len() + 32;
 /// Whether `head`, a memo file's first [`HEAD_LEN`] bytes, opens a file of this format written
 /// by the binary `salt` names: one whose entries a build by that binary can use.
 pub fn is_head_of(salt: &str, head: &[u8]) -> bool {
-    head.len() == HEAD_LEN
-        && head[..MAGIC.len()] == *MAGIC
-        && head[MAGIC.len()..] == *blake3::hash(salt.as_bytes()).as_bytes()
+    opens_file_of(head, blake3::hash(salt.as_bytes()).as_bytes())
+}
+
+/// [`is_head_of`] by the salt's key (what a [`Memo`] holds).
+fn opens_file_of(head: &[u8], salt: &Key) -> bool {
+    head.len() == HEAD_LEN && head[..MAGIC.len()] == *MAGIC && head[MAGIC.len()..] == *salt
 }
 
 /// A segment's head: how many entries it holds, its values' length and the blake3 of the rest
@@ -611,7 +614,7 @@ fn stored_from(salt: &Key, file: MemoFile) -> Stored {
         return stored;
     }
     left -= head.len() as u64;
-    if head[..MAGIC.len()] != *MAGIC || head[MAGIC.len()..] != *salt {
+    if !opens_file_of(&head, salt) {
         return stored;
     }
     let mut rejected = 0;

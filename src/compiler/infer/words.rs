@@ -212,8 +212,8 @@ impl Lexicon {
 
 #[derive(Clone, Copy)]
 enum Number {
-    Singular = 0,
-    Plural = 1,
+    Singular,
+    Plural,
 }
 
 /// The most words whose inflections a thread keeps, in each number, and the longest kept (in
@@ -230,11 +230,15 @@ fn inflected(w: &str, number: Number) -> String {
     thread_local!(static KEPT: std::cell::RefCell<[std::collections::HashMap<String, String>; 2]> =
         Default::default());
     KEPT.with(|kept| {
-        let n = number as usize;
+        // The list a number's answers are kept in, and the count pluralizer takes for it.
+        let (n, count) = match number {
+            Number::Singular => (0, 1),
+            Number::Plural => (1, 2),
+        };
         if let Some(v) = kept.borrow()[n].get(w) {
             return v.clone();
         }
-        let v = pluralizer::pluralize(w, if n == 0 { 1 } else { 2 }, false);
+        let v = pluralizer::pluralize(w, count, false);
         let mut kept = kept.borrow_mut();
         if kept[n].len() < KEPT_INFLECTIONS && w.len() <= KEPT_WORD_MAX {
             kept[n].insert(w.to_string(), v.clone());
