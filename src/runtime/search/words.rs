@@ -302,7 +302,8 @@ fn stem_owned(mut s: String) -> String {
 /// The clauses of a request that asks for several things in turn ("find the paper, then save
 /// it to notes.md"), each as a slice of `query`: cut before `then`, and before a sentence (`.`,
 /// `?`, `!` or `;` and a space), an `and` or a comma that a verb follows (`starts` says which
-/// words are verbs: the catalog's actions and the everyday words for them). One
+/// words are verbs: the catalog's actions and the everyday words for them; a verb that ends its
+/// phrase is a noun of a list, not a step). One
 /// clause (the query itself) when nothing cuts it; at most [`MAX_CLAUSES`].
 pub(super) fn clauses<'q>(query: &'q str, starts: &dyn Fn(&str) -> bool) -> Vec<&'q str> {
     // Each word's byte range (letters and digits; an apostrophe inside a word keeps it whole).
@@ -328,7 +329,16 @@ pub(super) fn clauses<'q>(query: &'q str, starts: &dyn Fn(&str) -> bool) -> Vec<
         .collect();
     // Whether word k is a verb, asked once a word and only where a cut may fall.
     let mut verbs: Vec<Option<bool>> = vec![None; words.len()];
-    let mut verb = |k: usize| *verbs[k].get_or_insert_with(|| starts(&lower[k]));
+    let mut is_verb = |k: usize| *verbs[k].get_or_insert_with(|| starts(&lower[k]));
+    // A verb starts a step only when something follows it in its phrase: one that ends the
+    // phrase (a comma, a stop, `and`, `or`, the request's end) is a noun in a list ("puzzles,
+    // sudoku, and brain teasers", "a flight and hotel."), however a catalog names its actions.
+    let mut verb = |k: usize| {
+        is_verb(k)
+            && k + 1 < words.len()
+            && !query[words[k].1..words[k + 1].0].contains([',', '.', ';', '?', '!', ':'])
+            && !matches!(lower[k + 1].as_str(), "and" | "or")
+    };
     let mut cuts: Vec<usize> = vec![0];
     for k in 1..words.len() {
         let gap = &query[words[k - 1].1..words[k].0];
@@ -400,6 +410,10 @@ mod tests {
             "I need ASCII art for my game. Can you provide some designs?",
             "get the weather and air quality of Paris",
             "save report.md to /root/docs/final.v2.md",
+            // A catalog's action named in a list of things is a noun there.
+            "I like crosswords, jigsaw puzzles, list, and brain teasers",
+            "help me with a flight and post. Can you?",
+            "the weather, post or news of Paris",
             "",
             "then",
         ] {
