@@ -105,8 +105,8 @@ const COMPOUND_WEIGHT: f64 = 0.9;
 /// A query word brings its nearest words the catalog holds (`neighbours`): at most this many,
 /// from this cosine, each at this share of its cosine times the word's own weight, and half of
 /// it again for a word the catalog holds. Chosen on the dev sets only (docs/guide.md, search
-/// quality): every share from 0.4 to 0.6 (0.4 to 0.8 for a held word) and cosine from 0.5 to
-/// 0.7 gained; below 0.65 the seed queries lost a first answer.
+/// quality): every share from 0.4 to 0.6 (0.3 to 1 of it for a held word) and cosine from 0.5
+/// to 0.75 gained; below 0.65 the seed queries lost a first answer.
 const NEIGHBOURS_PER_WORD: usize = 3;
 const NEIGHBOUR_FROM: f64 = 0.65;
 const NEIGHBOUR_WEIGHT: f64 = 0.5;
@@ -2174,8 +2174,6 @@ mod tests {
         assert!(res.next_cursor.is_none());
     }
 
-    /// Everyday phrases of one query: two distinct ones that mean one word add their weights (up
-    /// to a word's own); a phrase inside a longer one, or found twice, counts once.
     /// A query word brings its nearest words the catalog holds at their cosine's share, half
     /// that for a word the catalog holds itself; never as what covers the query.
     #[test]
@@ -2214,6 +2212,8 @@ mod tests {
         assert!(near("the").0.is_empty());
     }
 
+    /// Everyday phrases of one query: two distinct ones that mean one word add their weights (up
+    /// to a word's own); a phrase inside a longer one, or found twice, counts once.
     #[test]
     fn phrases_add_up_as_evidence_once_each() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/registry.json");
