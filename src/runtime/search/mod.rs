@@ -1041,10 +1041,7 @@ impl SearchIndex {
     /// word one edit away; compounds the catalog joins; everyday phrases.
     fn terms(&self, query: &str, groups: &Groups) -> Vec<(String, f64)> {
         let mut terms: Vec<(String, f64)> = Vec::new();
-        let mut add = |t: String, w: f64| match terms.iter_mut().find(|(x, _)| *x == t) {
-            Some(e) => e.1 = e.1.max(w),
-            None => terms.push((t, w)),
-        };
+        let mut add = |t: String, w: f64| keep_best(&mut terms, t, w);
         for (_, derived) in groups {
             for (t, w) in derived {
                 add(t.clone(), *w);
@@ -1136,10 +1133,7 @@ impl SearchIndex {
                 .take(NEIGHBOURS_PER_WORD);
             for (w, cosine) in near {
                 let weight = share * NEIGHBOUR_WEIGHT * cosine * commonness(&t);
-                match terms.iter_mut().find(|(x, _)| x == w) {
-                    Some(e) => e.1 = e.1.max(weight),
-                    None => terms.push((w.to_string(), weight)),
-                }
+                keep_best(&mut terms, w.to_string(), weight);
             }
         }
         terms
@@ -1177,10 +1171,7 @@ impl SearchIndex {
                 continue;
             }
             let mut derived: Vec<(String, f64)> = Vec::new();
-            let mut add = |t: String, w: f64| match derived.iter_mut().find(|(x, _)| *x == t) {
-                Some(e) => e.1 = e.1.max(w),
-                None => derived.push((t, w)),
-            };
+            let mut add = |t: String, w: f64| keep_best(&mut derived, t, w);
             if let Some(syns) = self.synonyms.get(&t) {
                 for s in syns {
                     add(s.clone(), SYNONYM_WEIGHT);
@@ -1701,10 +1692,7 @@ impl SearchIndex {
             });
             let mut with_near = terms;
             for (t, w) in near {
-                match with_near.iter_mut().find(|(x, _)| *x == t) {
-                    Some(e) => e.1 = e.1.max(w),
-                    None => with_near.push((t, w)),
-                }
+                keep_best(&mut with_near, t, w);
             }
             let (mut scores, mut touched) = lexical(&with_near);
             fuse_into(&mut scores, &mut touched);
@@ -1997,6 +1985,15 @@ fn covers(reg: &Registry, near: &[&str], allowed: &dyn Fn(&OpRecord) -> bool) ->
 }
 
 /// The allowed ops of `touched` with a positive score: (op index, score, whether it writes).
+/// Adds term `t` at weight `w` to `terms`, or raises its weight to `w` if it is there: a term
+/// found several ways counts once, at its best.
+fn keep_best(terms: &mut Vec<(String, f64)>, t: String, w: f64) {
+    match terms.iter_mut().find(|(x, _)| *x == t) {
+        Some(e) => e.1 = e.1.max(w),
+        None => terms.push((t, w)),
+    }
+}
+
 fn scored<'a>(
     scores: &'a [f64],
     touched: &'a [u32],
